@@ -1,0 +1,233 @@
+// Shared bench_<prim> driver: flags, run-time registration from data sets, one checked run per
+// implementation (err counter), manual timing of run()+sync(), machine facts in the context.
+#include "benchmarks/bench_common.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "kernels/core/dataset.h"
+#include "kernels/core/error.h"
+#include "kernels/core/machine.h"
+#include "kernels/core/threads.h"
+#include "kernels/environment.h"
+
+namespace pb::bench {
+
+namespace {
+
+// Reference budget for the err counter: beyond it the check samples output elements.
+constexpr double kBenchRefBudget = 5e8;
+
+struct Flags {
+  std::vector<std::string> sets, dirs;
+  bool only_default = false, check = true;
+  int batch = 0;
+  uint64_t seed = 1;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
+int to_int(const std::string& flag, const std::string& v, int lo) {
+  char* end = nullptr;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < lo) throw InputError(flag, "expects an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+  return static_cast<int>(x);
+}
+
+// Removes our --primbench_* flags from argv; InputError on an unknown one.
+Flags take_flags(int* argc, char** argv) {
+  Flags f;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--primbench_", 0) != 0) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    auto eq = a.find('=');
+    std::string key = a.substr(0, eq), val = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (key == "--primbench_sets") f.sets = split(val);
+    else if (key == "--primbench_dirs") f.dirs = split(val);
+    else if (key == "--primbench_default") f.only_default = val.empty() || val == "1" || val == "true";
+    else if (key == "--primbench_batch") f.batch = to_int(key, val, 1);
+    else if (key == "--primbench_seed") f.seed = static_cast<uint64_t>(to_int(key, val, 0));
+    else if (key == "--primbench_check") f.check = to_int(key, val, 0) != 0;
+    else if (key == "--primbench_threads") set_threads(to_int(key, val, 1));
+    else throw InputError(key, "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, --primbench_batch, --primbench_seed, --primbench_check, --primbench_threads)");
+  }
+  *argc = out;
+  argv[out] = nullptr;
+  return f;
+}
+
+// One problem and one prepared runner at a time: benchmarks run in registration order, so the
+// line's inputs and reference are shared by its implementations, and freed when the next line
+// starts; the runner is prepared once although Google Benchmark calls the function repeatedly.
+struct Slot {
+  std::string line_key, impl;
+  std::unique_ptr<Problem> problem;
+  std::unique_ptr<Runner> runner;
+  std::string unsupported, failed;
+  double prep_ms = 0;
+  CheckResult check;
+  bool checked = false;
+};
+Slot g_slot;
+
+struct Case {
+  const PrimitiveInfo* prim;
+  std::string desc, key;
+  Dir dir;
+  uint64_t seed;
+  bool check;
+};
+
+void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
+  Slot& s = g_slot;
+  try {
+    if (s.line_key != c.key) {
+      s = Slot();
+      s.line_key = c.key;
+      s.problem = c.prim->make(c.desc, c.dir, c.seed);
+    }
+    if (s.impl != impl) {
+      s.runner.reset();
+      s.impl = impl;
+      s.unsupported.clear();
+      s.failed.clear();
+      s.checked = false;
+      std::string why;
+      s.runner = s.problem->runner(impl, &why);
+      if (!s.runner) {
+        s.unsupported = why;
+      } else {
+        try {
+          Measured m = measure(*s.problem, *s.runner, 0, c.check, kBenchRefBudget);
+          s.prep_ms = m.prep_ms;
+          s.check = m.check;
+          s.checked = m.checked;
+        } catch (const Unsupported& e) {
+          s.unsupported = e.what();
+          s.runner.reset();
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    s.failed = e.what();
+    s.runner.reset();
+  }
+  if (!s.unsupported.empty()) {
+    state.SkipWithError(("unsupported: " + s.unsupported).c_str());
+    return;
+  }
+  if (!s.failed.empty() || !s.runner) {
+    state.SkipWithError(("error: " + s.failed).c_str());
+    return;
+  }
+  if (s.checked && !s.check.pass) {
+    state.SkipWithError(("check failed: " + s.check.summary()).c_str());
+    return;
+  }
+  double total = 0;
+  try {
+    for (auto _ : state) {
+      double t0 = now_seconds();
+      s.runner->run();
+      s.runner->sync();
+      double t = now_seconds() - t0;
+      state.SetIterationTime(t);
+      total += t;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("error: ") + e.what()).c_str());
+    s.failed = e.what();
+    return;
+  }
+  using C = benchmark::Counter;
+  const Problem& p = *s.problem;
+  const double peak = machine_info().peak_flops;
+  // Rates over the manual (run+sync) time; the percentages are plain numbers.
+  const double per_iter = total / std::max<double>(1, static_cast<double>(state.iterations()));
+  if (p.flops() > 0) {
+    state.counters["FLOPS"] = C(p.flops(), C::kIsIterationInvariantRate, C::kIs1000);
+    state.counters["peak_pct"] = per_iter > 0 ? 100.0 * p.flops() / per_iter / peak : 0;
+  }
+  state.counters["bytes"] = C(p.bytes(), C::kIsIterationInvariantRate, C::kIs1024);
+  state.counters["bw_pct"] = per_iter > 0 ? 100.0 * p.bytes() / per_iter / machine_info().triad_bytes : 0;
+  if (s.checked) state.counters["err"] = s.check.l2_rel;
+  state.counters["prep_ms"] = s.prep_ms;
+  state.counters["ws_MB"] = s.runner->workspace_bytes() / 1e6;
+  for (const auto& [k, v] : s.runner->extra_counters()) state.counters[k] = v;
+  state.SetLabel(p.desc_str());
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv, const BenchSpec& spec) {
+  try {
+    init_threads_from_env();
+    Flags f = take_flags(&argc, argv);
+    const PrimitiveInfo& prim = find_primitive(spec.prim);
+    std::vector<Dir> dirs;
+    if (f.dirs.empty()) dirs = prim.dirs;
+    for (const auto& d : f.dirs) {
+      Dir dir = parse_dir(d);
+      if (std::find(prim.dirs.begin(), prim.dirs.end(), dir) == prim.dirs.end())
+        throw InputError("--primbench_dirs", dir_str(dir) + " does not apply to " + spec.prim);
+      dirs.push_back(dir);
+    }
+    int batch = f.batch ? f.batch : spec.default_batch;
+    if (f.batch && !spec.with_batch)
+      throw InputError("--primbench_batch", spec.prim + " has no batch dimension");
+    std::vector<std::string> sets = f.sets.empty() ? list_sets(spec.prim) : f.sets;
+    for (Dir dir : dirs) {
+      std::string prefix = spec.prefix ? spec.prefix(dir)
+                           : prim.dirs.size() == 1 ? spec.prim : spec.prim + "_" + dir_str(dir);
+      for (const std::string& set : sets) {
+        for (const DataLine& l : load_set(spec.prim, set)) {
+          if (f.only_default && !l.is_default()) continue;
+          std::string desc = batch > 0 && spec.with_batch ? spec.with_batch(l.text, batch) : l.text;
+          // Parse now so a bad line stops the run before anything is timed.
+          std::unique_ptr<Problem> probe;
+          try {
+            probe = prim.make(desc, dir, f.seed);
+          } catch (const InputError& e) {
+            throw InputError(l.file + ":" + std::to_string(l.line), e.what());
+          }
+          std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
+          auto c = std::make_shared<Case>(Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir, f.seed, f.check});
+          for (const std::string& impl : probe->impls()) {
+            benchmark::RegisterBenchmark((prefix + "/" + impl + "/" + set + ":" + name).c_str(),
+                                         [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond);
+          }
+        }
+      }
+    }
+    for (const auto& [k, v] : environment_facts()) benchmark::AddCustomContext(k, v);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_slot = Slot();
+  return 0;
+}
+
+}  // namespace pb::bench

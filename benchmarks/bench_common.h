@@ -1,0 +1,27 @@
+// The shared driver of every bench_<prim> binary: registers one Google Benchmark per
+// (direction, shape-set line, implementation) at run time, from the data sets.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "kernels/core/problem.h"
+
+namespace pb::bench {
+
+struct BenchSpec {
+  std::string prim;  // "gemm"
+  // Benchmark-name prefix for a direction: default "<prim>" when the primitive has one
+  // direction, else "<prim>_<dir>" (conv_fwd, conv_bwd_d, ...).
+  std::function<std::string(Dir)> prefix;
+  // Rewrites a data-set descriptor for --primbench_batch=N (null: the flag is rejected).
+  std::function<std::string(const std::string& desc, int batch)> with_batch;
+  int default_batch = 0;  // applied when > 0 and --primbench_batch is not given
+};
+
+// Parses our flags (--primbench_sets=a,b  --primbench_default  --primbench_dirs=fwd,bwd_d
+// --primbench_batch=N  --primbench_seed=S  --primbench_check=0|1), strips them, then runs
+// Google Benchmark. Returns the exit status (2 on bad flags or a bad data-set line).
+int bench_main(int argc, char** argv, const BenchSpec& spec);
+
+}  // namespace pb::bench

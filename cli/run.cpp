@@ -1,0 +1,199 @@
+// `primbench run <prim> <descriptor>`: time (and check) one shape on one or every implementation.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "kernels/core/error.h"
+#include "kernels/core/io.h"
+#include "kernels/core/machine.h"
+#include "kernels/core/problem.h"
+#include "kernels/core/threads.h"
+
+namespace pb::cli {
+
+namespace {
+
+struct Row {
+  std::string impl, status, reason;
+  double time_ms = 0, gflops = 0, peak_pct = 0, prep_ms = 0;
+  CheckResult check;
+  bool checked = false;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+void make_dir(const std::string& dir) {
+  std::string path;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!path.empty() && mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+        throw InputError("--save", "cannot create '" + path + "': " + std::strerror(errno));
+    }
+    if (i < dir.size()) path += dir[i];
+  }
+}
+
+std::string file_safe(std::string s) {
+  for (char& c : s)
+    if (c == '/') c = '_';
+  return s;
+}
+
+std::string row_json(const Problem& p, const Row& r) {
+  std::string s = "{\"impl\":" + json_str(r.impl) + ",\"desc\":" + json_str(p.desc_str()) +
+                  ",\"dir\":" + json_str(dir_str(p.dir())) + ",\"status\":" + json_str(r.status);
+  if (r.status == "unsupported") return s + ",\"reason\":" + json_str(r.reason) + "}";
+  s += ",\"time_ms\":" + json_num(r.time_ms) + ",\"gflops\":" + json_num(r.gflops) +
+       ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms);
+  if (r.checked)
+    s += ",\"err_l2\":" + json_num(r.check.l2_rel) + ",\"max_abs_err\":" + json_num(r.check.max_abs) +
+         ",\"max_rel_err\":" + json_num(r.check.max_rel) + ",\"worst_index\":" +
+         std::to_string(r.check.worst_index) + ",\"zero_frac\":" + json_num(r.check.zero_frac) +
+         ",\"checked_elems\":" + std::to_string(r.check.checked) +
+         ",\"sampled\":" + (r.check.sampled ? "true" : "false");
+  else
+    s += ",\"err_l2\":null,\"max_abs_err\":null,\"max_rel_err\":null";
+  if (!r.reason.empty()) s += ",\"reason\":" + json_str(r.reason);
+  return s + "}";
+}
+
+void print_text(const Problem& p, const Row& r) {
+  if (r.status == "unsupported") {
+    std::printf("%-20s unsupported: %s\n", r.impl.c_str(), r.reason.c_str());
+    return;
+  }
+  if (r.status == "fail" && !r.checked) {
+    std::printf("%-20s error: %s\n", r.impl.c_str(), r.reason.c_str());
+    return;
+  }
+  std::printf("%-20s %10.3f ms %9.2f GFLOP/s %6.1f%% peak  prep %8.1f ms", r.impl.c_str(),
+              r.time_ms, r.gflops, r.peak_pct, r.prep_ms);
+  if (r.checked) std::printf("  %s", r.check.summary().c_str());
+  std::printf("\n");
+}
+
+void save_problem(const std::string& dir, Problem& p, const std::vector<std::string>& impls) {
+  std::string j = "{\"prim\":" + json_str(p.prim()) + ",\"desc\":" + json_str(p.desc_str()) +
+                  ",\"dir\":" + json_str(dir_str(p.dir())) + ",\"layout\":" + json_str(p.layout()) +
+                  ",\"inputs\":[";
+  bool first = true;
+  for (const auto& t : p.inputs()) {
+    j += std::string(first ? "" : ",") + "{\"name\":" + json_str(t.name) + ",\"file\":" +
+         json_str(t.name + ".npy") + ",\"shape\":" + json_str(dims_str(t.tensor.dims())) + "}";
+    first = false;
+  }
+  j += "],\"outputs\":[";
+  first = true;
+  for (const auto& impl : impls)
+    for (const auto& o : p.output_names()) {
+      j += std::string(first ? "" : ",") + "{\"impl\":" + json_str(impl) + ",\"name\":" +
+           json_str(o) + ",\"file\":" + json_str(file_safe(impl) + "." + o + ".npy") + "}";
+      first = false;
+    }
+  write_file_atomic(dir + "/problem.json", j + "]}\n");
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {"--dir", "--impl", "--reps", "--threads", "--seed", "--save"},
+                      {"--check", "--json"});
+  if (a.positional.size() != 2)
+    throw InputError("usage", "primbench run <prim> <descriptor> [options] (see --help)");
+  const PrimitiveInfo& prim = find_primitive(a.positional[0]);
+  Dir dir = parse_dir(a.get("--dir", dir_str(prim.dirs.front())));
+  int reps = a.get_int("--reps", 5, 1, 1000000);
+  int seed = a.get_int("--seed", 1, 0, 1 << 30);
+  if (a.has("--threads")) set_threads(a.get_int("--threads", 1, 1, 4096));
+  else init_threads_from_env();
+  bool check = a.has("--check"), json = a.has("--json");
+  std::string save = a.get("--save", "");
+  if (a.has("--save") && save.empty()) throw InputError("--save", "needs a folder");
+
+  std::unique_ptr<Problem> p = prim.make(a.positional[1], dir, static_cast<uint64_t>(seed));
+  std::string want = a.get("--impl", "all");
+  bool all = want == "all";
+  const std::vector<std::string> registered = p->impls();
+  std::vector<std::string> impls = all ? registered : std::vector<std::string>{want};
+  if (!all && std::find(registered.begin(), registered.end(), want) == registered.end()) {
+    std::string known;
+    for (const auto& i : registered) known += (known.empty() ? "" : ", ") + i;
+    throw InputError("--impl", "no implementation '" + want + "' for " + p->prim() + " (have: " + known + ")");
+  }
+  if (!save.empty()) make_dir(save);
+
+  const double peak = machine_info().peak_flops;
+  if (!json)
+    std::printf("%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s)\n",
+                p->prim().c_str(), p->desc_str().c_str(), dir_str(dir).c_str(), p->flops() / 1e9,
+                p->bytes() / 1e6, threads(), peak / 1e9);
+  int ran = 0, failed = 0, unsupported = 0;
+  std::vector<std::string> saved;
+  for (const std::string& impl : impls) {
+    Row r;
+    r.impl = impl;
+    std::string why;
+    std::unique_ptr<Runner> runner = p->runner(impl, &why);  // InputError for unknown names
+    if (!runner) {
+      r.status = "unsupported";
+      r.reason = why;
+      ++unsupported;
+    } else {
+      try {
+        std::vector<Tensor> outputs;
+        Measured m = measure(*p, *runner, reps, check, kRefBudgetFlops, save.empty() ? nullptr : &outputs);
+        r.prep_ms = m.prep_ms;
+        r.time_ms = 1e3 * median(m.times_s);
+        r.gflops = r.time_ms > 0 ? p->flops() / (r.time_ms * 1e6) : 0;
+        r.peak_pct = 100 * r.gflops * 1e9 / peak;
+        r.checked = m.checked;
+        r.check = m.check;
+        r.status = !check ? "unchecked" : !m.check.pass ? "fail" : m.check.mistrusted ? "mistrusted" : "pass";
+        if (r.status == "mistrusted") r.reason = "reference is mostly zeros";
+        ++ran;
+        if (check && r.status != "pass") ++failed;
+        if (!save.empty()) {
+          auto names = p->output_names();
+          for (size_t o = 0; o < outputs.size() && o < names.size(); ++o)
+            write_file_atomic(save + "/" + file_safe(impl) + "." + names[o] + ".npy", npy_bytes(outputs[o]));
+          saved.push_back(impl);
+        }
+      } catch (const Unsupported& e) {
+        r.status = "unsupported";
+        r.reason = e.what();
+        ++unsupported;
+      } catch (const InputError&) {
+        throw;
+      } catch (const std::exception& e) {
+        r.status = "fail";
+        r.reason = std::string("error: ") + e.what();
+        ++failed;
+      }
+    }
+    if (json) std::printf("%s\n", row_json(*p, r).c_str());
+    else print_text(*p, r);
+    std::fflush(stdout);
+  }
+  if (!save.empty()) {
+    for (const auto& t : p->inputs()) write_file_atomic(save + "/" + t.name + ".npy", npy_bytes(t.tensor));
+    save_problem(save, *p, saved);
+  }
+  if (failed) return 1;
+  if (ran == 0 || (!all && unsupported)) return 3;
+  return 0;
+}
+
+}  // namespace pb::cli

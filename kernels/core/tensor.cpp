@@ -1,0 +1,72 @@
+// Host tensor storage: aligned allocation and the memory-fit check.
+#include "kernels/core/tensor.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "kernels/core/error.h"
+
+namespace pb {
+
+int64_t dims_product(const Dims& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw InputError("dims", "negative size " + std::to_string(d));
+    if (d != 0 && p > std::numeric_limits<int64_t>::max() / d)
+      throw InputError("dims", "size overflows 64 bits: " + dims_str(dims));
+    p *= d;
+  }
+  return p;
+}
+
+std::string dims_str(const Dims& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+
+template <class T>
+void HostTensor<T>::Free::operator()(T* p) const {
+  std::free(p);
+}
+
+template <class T>
+HostTensor<T>::HostTensor(Dims dims) : dims_(std::move(dims)), size_(dims_product(dims_)) {
+  size_t bytes = std::max<size_t>(64, (static_cast<size_t>(size_) * sizeof(T) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw RuntimeError("out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, bytes);
+  data_.reset(static_cast<T*>(p));
+}
+
+template <class T>
+HostTensor<T> HostTensor<T>::clone() const {
+  HostTensor<T> t(dims_);
+  if (size_) std::memcpy(t.data(), data(), bytes());
+  return t;
+}
+
+template <class T>
+void HostTensor<T>::fill(T value) {
+  std::fill(data(), data() + size_, value);
+}
+
+template class HostTensor<float>;
+template class HostTensor<double>;
+template class HostTensor<int32_t>;
+
+void check_fits_in_memory(double bytes, const std::string& field) {
+  double phys = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  if (bytes > 0.8 * phys) {
+    throw InputError(field, "problem needs " + std::to_string(static_cast<long long>(bytes / 1e6)) +
+                                " MB, more than 80% of this machine's " +
+                                std::to_string(static_cast<long long>(phys / 1e6)) + " MB");
+  }
+}
+
+}  // namespace pb

@@ -1,0 +1,33 @@
+// Thread control for OpenMP and OpenBLAS.
+#include "kernels/core/threads.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/core/error.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace pb {
+
+void set_threads(int n) {
+  if (n < 1) throw InputError("threads", "must be a positive integer, got " + std::to_string(n));
+  omp_set_num_threads(n);
+  openblas_set_num_threads(n);
+}
+
+void init_threads_from_env() {
+  const char* s = std::getenv("PRIMBENCH_THREADS");
+  if (!s || !*s) return;
+  char* end = nullptr;
+  long n = std::strtol(s, &end, 10);
+  if (*end || n < 1 || n > 4096)
+    throw InputError("PRIMBENCH_THREADS", std::string("must be a positive integer, got '") + s + "'");
+  set_threads(static_cast<int>(n));
+}
+
+int threads() { return omp_get_max_threads(); }
+
+}  // namespace pb

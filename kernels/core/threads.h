@@ -1,0 +1,14 @@
+// Thread control: one count for OpenMP and OpenBLAS alike, from --threads or PRIMBENCH_THREADS.
+#pragma once
+
+namespace pb {
+
+// Applies PRIMBENCH_THREADS if set (else leaves the libraries' defaults). Throws InputError
+// naming PRIMBENCH_THREADS when it is not a positive integer.
+void init_threads_from_env();
+// Sets OpenMP and OpenBLAS to n threads (n >= 1).
+void set_threads(int n);
+// The thread count in force (OpenMP's max threads).
+int threads();
+
+}  // namespace pb

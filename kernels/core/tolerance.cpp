@@ -1,0 +1,50 @@
+// The one tolerance table: (primitive, algorithm) -> normwise bound, each with its reason.
+#include <string>
+#include <vector>
+
+#include "kernels/core/check.h"
+
+namespace pb {
+
+namespace {
+
+struct Row {
+  const char* prim;
+  const char* algo;  // "<backend>/<algo>", a prefix ending in '/' for a whole backend, or "*"
+  double exact;      // bound when inputs are small integers (0: must match bit for bit)
+  double general;    // bound for arbitrary data
+  const char* why;
+};
+
+// fp32 accumulation of k terms has a normwise relative error of about sqrt(k) * 6e-8 for random
+// data (Higham, ch. 3); 2e-5 covers k up to ~1e5 with margin.
+const std::vector<Row> kTable = {
+    {"gemm", "*", 0, 2e-5,
+     "integer inputs with |partial sums| < 2^24 are exact in fp32 in any summation order; "
+     "arbitrary data: fp32 accumulation error ~ sqrt(K)*eps"},
+};
+
+bool matches(const char* pattern, const std::string& impl) {
+  std::string p = pattern;
+  if (p == "*") return true;
+  if (!p.empty() && p.back() == '/') return impl.rfind(p, 0) == 0;
+  return p == impl;
+}
+
+}  // namespace
+
+Tolerance tolerance(const std::string& prim, const std::string& impl, bool exact_data) {
+  // Most specific row wins: exact name, then backend prefix, then "*".
+  const Row* best = nullptr;
+  int best_rank = -1;
+  for (const Row& r : kTable) {
+    if (prim != r.prim || !matches(r.algo, impl)) continue;
+    std::string a = r.algo;
+    int rank = a == "*" ? 0 : (a.back() == '/' ? 1 : 2);
+    if (rank > best_rank) best = &r, best_rank = rank;
+  }
+  if (!best) return {2e-5, "no entry for " + prim + " " + impl + ": fp32 rounding default"};
+  return {exact_data ? best->exact : best->general, best->why};
+}
+
+}  // namespace pb

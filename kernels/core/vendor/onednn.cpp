@@ -1,0 +1,25 @@
+// The process-wide oneDNN CPU engine and stream.
+#include <cstdio>
+
+#include "kernels/vendor_onednn.h"
+
+namespace pb::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+std::string version() {
+  const dnnl_version_t* v = dnnl_version();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%d.%d.%d", v->major, v->minor, v->patch);
+  return buf;
+}
+
+}  // namespace pb::onednn

@@ -1,0 +1,18 @@
+// The GEMM registry: one line per implementation. Tests, benchmarks and the CLI iterate it.
+#include "kernels/gemm/gemm.h"
+#include "kernels/availability.h"
+
+namespace pb {
+
+const Registry<GemmDesc>& gemm_registry() {
+  static const Registry<GemmDesc> r = {
+      {"cpu/openblas", make_gemm_openblas},
+      {"cpu/transpose_nn", make_gemm_transpose_nn},
+      {"ocl/clblast", PB_OPENCL_FACTORY(make_gemm_clblast), opencl_unavailable},
+      {"ocl/tiled", PB_OPENCL_FACTORY(make_gemm_ocl_tiled), opencl_unavailable},
+      {"onednn/matmul", PB_ONEDNN_FACTORY(make_gemm_onednn_matmul), onednn_unavailable},
+  };
+  return r;
+}
+
+}  // namespace pb

@@ -1,0 +1,14 @@
+// Every primitive compiled into primbench, in the order `primbench list` shows them.
+#include "kernels/core/problem.h"
+#include "kernels/gemm/gemm.h"
+
+namespace pb {
+
+const std::vector<PrimitiveInfo>& primitives() {
+  static const std::vector<PrimitiveInfo> all = {
+      gemm_primitive(),
+  };
+  return all;
+}
+
+}  // namespace pb

@@ -1,0 +1,109 @@
+// The CLI's contract: exit statuses 0/1/2/3, one-line errors naming the field, --json lines.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+#include "tests/cli_runner.h"
+
+namespace pb::test {
+
+CliResult run_cli(const std::string& args, const std::string& env) {
+  std::string cmd = env + (env.empty() ? "" : " ") + PRIMBENCH_CLI_PATH + " " + args + " 2>&1";
+  CliResult r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+namespace {
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(CliSmoke, ListNamesPrimitivesImplsAndSets) {
+  auto r = run_cli("list");
+  EXPECT_EQ(r.status, 0) << r.out;
+  for (const char* s : {"gemm", "cpu/openblas", "ocl/tiled", "deepbench_train", "square"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(CliSmoke, RunChecksAndPasses) {
+  auto r = run_cli("run gemm m64n48k32_tn --impl cpu/openblas --check --reps 2");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
+}
+
+TEST(CliSmoke, BadInputExitsTwoWithOneLineNamingTheField) {
+  struct Case {
+    const char* args;
+    const char* needle;
+  } cases[] = {
+      {"run gemm m0n4k4", "field m"},
+      {"run gemm m4n4k4_tq", "tq"},
+      {"run gemm m4n4k4 --impl cpu/nosuch", "cpu/nosuch"},
+      {"run nosuch m4", "nosuch"},
+      {"run gemm m4 --dir bwd_d", "dir"},
+      {"run gemm m4 --dir sideways", "sideways"},
+      {"run gemm m4 --reps x", "--reps"},
+      {"run gemm m4 --threads 0", "--threads"},
+      {"run gemm m4 --bogus", "--bogus"},
+      {"run gemm", "usage"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_cli(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.needle), std::string::npos) << c.args << ": " << r.out;
+  }
+  auto env = run_cli("run gemm m4 --impl cpu/openblas", "PRIMBENCH_THREADS=-2");
+  EXPECT_EQ(env.status, 2) << env.out;
+  EXPECT_NE(env.out.find("PRIMBENCH_THREADS"), std::string::npos) << env.out;
+}
+
+TEST(CliSmoke, FailedCheckExitsOne) {
+  auto r = run_cli("run gemm m32 --impl cpu/openblas --check --reps 1",
+                   "PRIMBENCH_INJECT_ERROR=cpu/openblas");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  auto j = run_cli("run gemm m32 --impl all --check --reps 1 --json",
+                   "PRIMBENCH_INJECT_ERROR=cpu/transpose_nn");
+  EXPECT_EQ(j.status, 1) << j.out;
+  EXPECT_NE(j.out.find("\"impl\":\"cpu/transpose_nn\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"fail\""),
+            std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"impl\":\"cpu/openblas\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"pass\""),
+            std::string::npos) << j.out;
+}
+
+TEST(CliSmoke, UnavailableImplExitsThree) {
+  auto r = run_cli("run gemm m16 --impl ocl/tiled --check", "PRIMBENCH_OPENCL_DEVICE=nonexistent");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("unsupported"), std::string::npos) << r.out;
+  // --impl all lists it as unsupported with the reason but still passes on the others.
+  auto all = run_cli("run gemm m16 --impl all --check --json", "PRIMBENCH_OPENCL_DEVICE=nonexistent");
+  EXPECT_EQ(all.status, 0) << all.out;
+  EXPECT_NE(all.out.find("\"impl\":\"ocl/tiled\""), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\"status\":\"unsupported\",\"reason\":"), std::string::npos) << all.out;
+}
+
+TEST(CliSmoke, JsonHasEveryField) {
+  auto r = run_cli("run gemm m40n30k20_nt --impl cpu/openblas --check --json --reps 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  for (const char* k : {"\"impl\":", "\"desc\":", "\"dir\":", "\"status\":\"pass\"", "\"time_ms\":",
+                        "\"gflops\":", "\"peak_pct\":", "\"err_l2\":0", "\"max_abs_err\":0",
+                        "\"max_rel_err\":0", "\"prep_ms\":"})
+    EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
+  auto u = run_cli("run gemm m40 --impl cpu/openblas --json --reps 1");
+  EXPECT_NE(u.out.find("\"status\":\"unchecked\""), std::string::npos) << u.out;
+}
+
+}  // namespace
+}  // namespace pb::test

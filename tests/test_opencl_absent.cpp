@@ -1,0 +1,36 @@
+// With PRIMBENCH_OPENCL_DEVICE=nonexistent (set by ctest), OpenCL implementations must report
+// themselves unavailable with the reason, and CPU ones must still run.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "kernels/availability.h"
+#include "kernels/core/problem.h"
+
+namespace pb {
+namespace {
+
+TEST(OpenclAbsentSmoke, OpenclSkipsCpuRuns) {
+  const char* env = std::getenv("PRIMBENCH_OPENCL_DEVICE");
+  if (!env || std::string(env) != "nonexistent")
+    GTEST_SKIP() << "runs under ctest with PRIMBENCH_OPENCL_DEVICE=nonexistent";
+  std::string why = opencl_unavailable();
+  EXPECT_FALSE(why.empty());
+  for (const PrimitiveInfo& p : primitives()) {
+    auto prob = p.make(p.name == "gemm" ? "m8" : "", p.dirs.front(), 1);
+    for (const auto& [impl, na] : p.impls()) {
+      std::string reason;
+      auto r = prob->runner(impl, &reason);
+      if (impl.rfind("ocl/", 0) == 0) {
+        EXPECT_EQ(r, nullptr) << impl;
+        EXPECT_FALSE(reason.empty()) << impl;
+      } else if (impl.rfind("cpu/", 0) == 0) {
+        EXPECT_NE(r, nullptr) << impl << ": " << reason;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pb
