@@ -1,0 +1,104 @@
+// RAII wrappers for device buffers, profiling events and kernels.
+#include <utility>
+
+#include "kernels/core/error.h"
+#include "kernels/opencl/runtime.h"
+
+namespace pb::ocl {
+
+Buffer::Buffer(size_t bytes, cl_mem_flags flags) : bytes_(bytes) {
+  cl_int err = CL_SUCCESS;
+  mem_ = clCreateBuffer(context(), flags, bytes == 0 ? 1 : bytes, nullptr, &err);
+  check(err, "clCreateBuffer");
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    std::swap(mem_, o.mem_);
+    std::swap(bytes_, o.bytes_);
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (mem_) clReleaseMemObject(mem_);
+  mem_ = nullptr;
+  bytes_ = 0;
+}
+
+void Buffer::upload(const void* src, size_t bytes, size_t offset) {
+  if (bytes == 0) return;
+  if (offset + bytes > bytes_) throw RuntimeError("Buffer::upload: out of range");
+  check(clEnqueueWriteBuffer(queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
+        "clEnqueueWriteBuffer");
+}
+
+void Buffer::download(void* dst, size_t bytes, size_t offset) const {
+  if (bytes == 0) return;
+  if (offset + bytes > bytes_) throw RuntimeError("Buffer::download: out of range");
+  check(clEnqueueReadBuffer(queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
+        "clEnqueueReadBuffer");
+}
+
+void Buffer::copy_from(const Buffer& src, size_t bytes) {
+  if (bytes == 0) return;
+  if (bytes > bytes_ || bytes > src.bytes_) throw RuntimeError("Buffer::copy_from: out of range");
+  check(clEnqueueCopyBuffer(queue(), src.mem_, mem_, 0, 0, bytes, 0, nullptr, nullptr),
+        "clEnqueueCopyBuffer");
+}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    reset();
+    std::swap(ev_, o.ev_);
+  }
+  return *this;
+}
+
+void Event::reset() {
+  if (ev_) clReleaseEvent(ev_);
+  ev_ = nullptr;
+}
+
+void Event::wait() const {
+  if (ev_) check(clWaitForEvents(1, &ev_), "clWaitForEvents");
+}
+
+double Event::elapsed_ms() const {
+  if (!ev_) return 0;
+  wait();
+  cl_ulong start = 0, end = 0;
+  check(clGetEventProfilingInfo(ev_, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr),
+        "clGetEventProfilingInfo(START)");
+  check(clGetEventProfilingInfo(ev_, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr),
+        "clGetEventProfilingInfo(END)");
+  return end > start ? static_cast<double>(end - start) * 1e-6 : 0.0;
+}
+
+Kernel::Kernel(cl_program program, const char* name) {
+  cl_int err = CL_SUCCESS;
+  k_ = clCreateKernel(program, name, &err);
+  check(err, "clCreateKernel");
+}
+
+Kernel& Kernel::operator=(Kernel&& o) noexcept {
+  if (this != &o) {
+    reset();
+    std::swap(k_, o.k_);
+  }
+  return *this;
+}
+
+void Kernel::reset() {
+  if (k_) clReleaseKernel(k_);
+  k_ = nullptr;
+}
+
+void Kernel::enqueue(cl_uint dims, const size_t* global, const size_t* local, Event* ev) const {
+  check(clEnqueueNDRangeKernel(queue(), k_, dims, nullptr, global, local, 0, nullptr,
+                               ev ? ev->out() : nullptr),
+        "clEnqueueNDRangeKernel");
+}
+
+}  // namespace pb::ocl
