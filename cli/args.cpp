@@ -19,8 +19,8 @@ int Args::get_int(const std::string& k, int fallback, int lo, int hi) const {
   char* end = nullptr;
   long v = std::strtol(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end || v < lo || v > hi)
-    throw InputError(k, "expects an integer in [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "], got '" + it->second + "'");
+    throw InputError(k, "expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            "], got '" + it->second + "'");
   return static_cast<int>(v);
 }
 

@@ -17,7 +17,8 @@ int cmd_list(int argc, char** argv) {
     std::printf("%s  (dirs: %s)\n  descriptor: %s\n  implementations:\n", p.name.c_str(),
                 dirs.c_str(), p.grammar.c_str());
     for (const auto& [name, why] : p.impls())
-      std::printf("    %-22s %s\n", name.c_str(), why.empty() ? "available" : ("unavailable: " + why).c_str());
+      std::printf("    %-22s %s\n", name.c_str(),
+                  why.empty() ? "available" : ("unavailable: " + why).c_str());
     std::string sets;
     for (const auto& s : list_sets(p.name)) sets += (sets.empty() ? "" : " ") + s;
     std::printf("  sets: %s\n\n", sets.empty() ? "(none)" : sets.c_str());

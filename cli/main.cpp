@@ -10,7 +10,8 @@ namespace {
 
 const char* kUsage =
     "usage: primbench list\n"
-    "       primbench run <prim> <descriptor> [--dir fwd|bwd_d|bwd_w|bwd] [--impl <backend/algo>|all]\n"
+    "       primbench run <prim> <descriptor> [--dir fwd|bwd_d|bwd_w|bwd] [--impl "
+    "<backend/algo>|all]\n"
     "                     [--check] [--reps N] [--threads N] [--seed S] [--json] [--save DIR]\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"
     "             3 the implementation is unavailable or does not support the shape\n";

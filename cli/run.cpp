@@ -23,7 +23,8 @@ namespace {
 
 struct Row {
   std::string impl, status, reason;
-  double time_ms = 0, gflops = 0, peak_pct = 0, prep_ms = 0;
+  double time_ms = 0, gflops = 0, peak_pct = 0, prep_ms = 0, ws_mb = 0;
+  std::vector<std::pair<std::string, double>> extra;  // the implementation's own figures
   CheckResult check;
   bool checked = false;
 };
@@ -59,13 +60,19 @@ std::string row_json(const Problem& p, const Row& r) {
   s += ",\"time_ms\":" + json_num(r.time_ms) + ",\"gflops\":" + json_num(r.gflops) +
        ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms);
   if (r.checked)
-    s += ",\"err_l2\":" + json_num(r.check.l2_rel) + ",\"max_abs_err\":" + json_num(r.check.max_abs) +
-         ",\"max_rel_err\":" + json_num(r.check.max_rel) + ",\"worst_index\":" +
-         std::to_string(r.check.worst_index) + ",\"zero_frac\":" + json_num(r.check.zero_frac) +
+    s += ",\"err_l2\":" + json_num(r.check.l2_rel) +
+         ",\"max_abs_err\":" + json_num(r.check.max_abs) +
+         ",\"max_rel_err\":" + json_num(r.check.max_rel) +
+         ",\"worst_index\":" + std::to_string(r.check.worst_index) +
+         ",\"zero_frac\":" + json_num(r.check.zero_frac) +
          ",\"checked_elems\":" + std::to_string(r.check.checked) +
          ",\"sampled\":" + (r.check.sampled ? "true" : "false");
   else
     s += ",\"err_l2\":null,\"max_abs_err\":null,\"max_rel_err\":null";
+  s += ",\"ws_MB\":" + json_num(r.ws_mb) + ",\"counters\":{";
+  for (size_t i = 0; i < r.extra.size(); ++i)
+    s += (i ? "," : "") + json_str(r.extra[i].first) + ":" + json_num(r.extra[i].second);
+  s += "}";
   if (!r.reason.empty()) s += ",\"reason\":" + json_str(r.reason);
   return s + "}";
 }
@@ -82,6 +89,7 @@ void print_text(const Problem& p, const Row& r) {
   std::printf("%-20s %10.3f ms %9.2f GFLOP/s %6.1f%% peak  prep %8.1f ms", r.impl.c_str(),
               r.time_ms, r.gflops, r.peak_pct, r.prep_ms);
   if (r.checked) std::printf("  %s", r.check.summary().c_str());
+  for (const auto& [k, v] : r.extra) std::printf("  %s=%.4g", k.c_str(), v);
   std::printf("\n");
 }
 
@@ -91,16 +99,18 @@ void save_problem(const std::string& dir, Problem& p, const std::vector<std::str
                   ",\"inputs\":[";
   bool first = true;
   for (const auto& t : p.inputs()) {
-    j += std::string(first ? "" : ",") + "{\"name\":" + json_str(t.name) + ",\"file\":" +
-         json_str(t.name + ".npy") + ",\"shape\":" + json_str(dims_str(t.tensor.dims())) + "}";
+    j += std::string(first ? "" : ",") + "{\"name\":" + json_str(t.name) +
+         ",\"file\":" + json_str(t.name + ".npy") +
+         ",\"shape\":" + json_str(dims_str(t.tensor.dims())) + "}";
     first = false;
   }
   j += "],\"outputs\":[";
   first = true;
   for (const auto& impl : impls)
     for (const auto& o : p.output_names()) {
-      j += std::string(first ? "" : ",") + "{\"impl\":" + json_str(impl) + ",\"name\":" +
-           json_str(o) + ",\"file\":" + json_str(file_safe(impl) + "." + o + ".npy") + "}";
+      j += std::string(first ? "" : ",") + "{\"impl\":" + json_str(impl) +
+           ",\"name\":" + json_str(o) +
+           ",\"file\":" + json_str(file_safe(impl) + "." + o + ".npy") + "}";
       first = false;
     }
   write_file_atomic(dir + "/problem.json", j + "]}\n");
@@ -117,8 +127,10 @@ int cmd_run(int argc, char** argv) {
   Dir dir = parse_dir(a.get("--dir", dir_str(prim.dirs.front())));
   int reps = a.get_int("--reps", 5, 1, 1000000);
   int seed = a.get_int("--seed", 1, 0, 1 << 30);
-  if (a.has("--threads")) set_threads(a.get_int("--threads", 1, 1, 4096));
-  else init_threads_from_env();
+  if (a.has("--threads"))
+    set_threads(a.get_int("--threads", 1, 1, 4096));
+  else
+    init_threads_from_env();
   bool check = a.has("--check"), json = a.has("--json");
   std::string save = a.get("--save", "");
   if (a.has("--save") && save.empty()) throw InputError("--save", "needs a folder");
@@ -131,7 +143,8 @@ int cmd_run(int argc, char** argv) {
   if (!all && std::find(registered.begin(), registered.end(), want) == registered.end()) {
     std::string known;
     for (const auto& i : registered) known += (known.empty() ? "" : ", ") + i;
-    throw InputError("--impl", "no implementation '" + want + "' for " + p->prim() + " (have: " + known + ")");
+    throw InputError(
+        "--impl", "no implementation '" + want + "' for " + p->prim() + " (have: " + known + ")");
   }
   if (!save.empty()) make_dir(save);
 
@@ -154,21 +167,28 @@ int cmd_run(int argc, char** argv) {
     } else {
       try {
         std::vector<Tensor> outputs;
-        Measured m = measure(*p, *runner, reps, check, kRefBudgetFlops, save.empty() ? nullptr : &outputs);
+        Measured m =
+            measure(*p, *runner, reps, check, kRefBudgetFlops, save.empty() ? nullptr : &outputs);
         r.prep_ms = m.prep_ms;
         r.time_ms = 1e3 * median(m.times_s);
         r.gflops = r.time_ms > 0 ? p->flops() / (r.time_ms * 1e6) : 0;
         r.peak_pct = 100 * r.gflops * 1e9 / peak;
         r.checked = m.checked;
         r.check = m.check;
-        r.status = !check ? "unchecked" : !m.check.pass ? "fail" : m.check.mistrusted ? "mistrusted" : "pass";
+        r.ws_mb = runner->workspace_bytes() / 1e6;
+        r.extra = runner->extra_counters();
+        r.status = !check               ? "unchecked"
+                   : !m.check.pass      ? "fail"
+                   : m.check.mistrusted ? "mistrusted"
+                                        : "pass";
         if (r.status == "mistrusted") r.reason = "reference is mostly zeros";
         ++ran;
         if (check && r.status != "pass") ++failed;
         if (!save.empty()) {
           auto names = p->output_names();
           for (size_t o = 0; o < outputs.size() && o < names.size(); ++o)
-            write_file_atomic(save + "/" + file_safe(impl) + "." + names[o] + ".npy", npy_bytes(outputs[o]));
+            write_file_atomic(save + "/" + file_safe(impl) + "." + names[o] + ".npy",
+                              npy_bytes(outputs[o]));
           saved.push_back(impl);
         }
       } catch (const Unsupported& e) {
@@ -183,12 +203,15 @@ int cmd_run(int argc, char** argv) {
         ++failed;
       }
     }
-    if (json) std::printf("%s\n", row_json(*p, r).c_str());
-    else print_text(*p, r);
+    if (json)
+      std::printf("%s\n", row_json(*p, r).c_str());
+    else
+      print_text(*p, r);
     std::fflush(stdout);
   }
   if (!save.empty()) {
-    for (const auto& t : p->inputs()) write_file_atomic(save + "/" + t.name + ".npy", npy_bytes(t.tensor));
+    for (const auto& t : p->inputs())
+      write_file_atomic(save + "/" + t.name + ".npy", npy_bytes(t.tensor));
     save_problem(save, *p, saved);
   }
   if (failed) return 1;

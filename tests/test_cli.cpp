@@ -25,7 +25,9 @@ CliResult run_cli(const std::string& args, const std::string& env) {
 
 namespace {
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 TEST(CliSmoke, ListNamesPrimitivesImplsAndSets) {
   auto r = run_cli("list");
@@ -76,10 +78,15 @@ TEST(CliSmoke, FailedCheckExitsOne) {
   auto j = run_cli("run gemm m32 --impl all --check --reps 1 --json",
                    "PRIMBENCH_INJECT_ERROR=cpu/transpose_nn");
   EXPECT_EQ(j.status, 1) << j.out;
-  EXPECT_NE(j.out.find("\"impl\":\"cpu/transpose_nn\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"fail\""),
-            std::string::npos) << j.out;
-  EXPECT_NE(j.out.find("\"impl\":\"cpu/openblas\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"pass\""),
-            std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"impl\":\"cpu/"
+                       "transpose_nn\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"fail\""),
+            std::string::npos)
+      << j.out;
+  EXPECT_NE(
+      j.out.find(
+          "\"impl\":\"cpu/openblas\",\"desc\":\"m32n32k32\",\"dir\":\"fwd\",\"status\":\"pass\""),
+      std::string::npos)
+      << j.out;
 }
 
 TEST(CliSmoke, UnavailableImplExitsThree) {
@@ -87,7 +94,8 @@ TEST(CliSmoke, UnavailableImplExitsThree) {
   EXPECT_EQ(r.status, 3) << r.out;
   EXPECT_NE(r.out.find("unsupported"), std::string::npos) << r.out;
   // --impl all lists it as unsupported with the reason but still passes on the others.
-  auto all = run_cli("run gemm m16 --impl all --check --json", "PRIMBENCH_OPENCL_DEVICE=nonexistent");
+  auto all =
+      run_cli("run gemm m16 --impl all --check --json", "PRIMBENCH_OPENCL_DEVICE=nonexistent");
   EXPECT_EQ(all.status, 0) << all.out;
   EXPECT_NE(all.out.find("\"impl\":\"ocl/tiled\""), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("\"status\":\"unsupported\",\"reason\":"), std::string::npos) << all.out;
@@ -97,9 +105,9 @@ TEST(CliSmoke, JsonHasEveryField) {
   auto r = run_cli("run gemm m40n30k20_nt --impl cpu/openblas --check --json --reps 2");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(lines(r.out), 1) << r.out;
-  for (const char* k : {"\"impl\":", "\"desc\":", "\"dir\":", "\"status\":\"pass\"", "\"time_ms\":",
-                        "\"gflops\":", "\"peak_pct\":", "\"err_l2\":0", "\"max_abs_err\":0",
-                        "\"max_rel_err\":0", "\"prep_ms\":"})
+  for (const char* k : {"\"impl\":", "\"desc\":", "\"dir\":", "\"status\":\"pass\"",
+                        "\"time_ms\":", "\"gflops\":", "\"peak_pct\":", "\"err_l2\":0",
+                        "\"max_abs_err\":0", "\"max_rel_err\":0", "\"prep_ms\":"})
     EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
   auto u = run_cli("run gemm m40 --impl cpu/openblas --json --reps 1");
   EXPECT_NE(u.out.find("\"status\":\"unchecked\""), std::string::npos) << u.out;

@@ -42,8 +42,8 @@ TEST_P(Conformance, MatchesReference) {
   SCOPED_TRACE(c.prim + " " + p.desc_str() + " " + dir_str(c.dir) + " " + c.impl +
                (c.tag.empty() ? "" : " (" + c.tag + " from " + c.text + ")"));
   EXPECT_TRUE(m.check.pass) << m.check.summary();
-  EXPECT_FALSE(m.check.mistrusted) << "reference mostly zeros: the case proves little. "
-                                   << m.check.summary();
+  EXPECT_FALSE(m.check.mistrusted)
+      << "reference mostly zeros: the case proves little. " << m.check.summary();
   EXPECT_EQ(m.check.checked, [&] {
     int64_t n = 0;
     for (const auto& t : r->result()) n += t.size();
@@ -52,7 +52,9 @@ TEST_P(Conformance, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Conformance, ::testing::ValuesIn(conformance_cases()),
-                         [](const ::testing::TestParamInfo<ConfCase>& i) { return case_name(i.param); });
+                         [](const ::testing::TestParamInfo<ConfCase>& i) {
+                           return case_name(i.param);
+                         });
 
 }  // namespace
 }  // namespace pb::test

@@ -128,7 +128,7 @@ TEST(ThreadsSmoke, EnvironmentAndBadValues) {
 
 TEST(MachineSmoke, ProbeIsPlausibleAndCached) {
   const MachineInfo& m = machine_info();
-  EXPECT_GT(m.peak_flops, 1e9);    // any machine this runs on does > 1 GFLOP/s
+  EXPECT_GT(m.peak_flops, 1e9);  // any machine this runs on does > 1 GFLOP/s
   EXPECT_LT(m.peak_flops, 1e14);
   EXPECT_GT(m.triad_bytes, 1e8);
   EXPECT_EQ(&machine_info(), &m);  // measured once per thread count

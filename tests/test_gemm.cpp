@@ -25,7 +25,8 @@ TEST(GemmSmoke, BetaZeroDoesNotReadC) {
     impl->sync();
     Tensor out = std::move(impl->result().at(0));
     for (int64_t j = 0; j < d.n; ++j)
-      for (int64_t i = 0; i < d.m; ++i) ASSERT_FALSE(std::isnan(out[j * d.ldc + i])) << e.name << " (" << i << "," << j << ")";
+      for (int64_t i = 0; i < d.m; ++i)
+        ASSERT_FALSE(std::isnan(out[j * d.ldc + i])) << e.name << " (" << i << "," << j << ")";
     // Rows beyond m (ldc padding) are not part of C: they must be left as they were.
     for (int64_t j = 0; j < d.n; ++j)
       for (int64_t i = d.m; i < d.ldc; ++i) ASSERT_TRUE(std::isnan(out[j * d.ldc + i])) << e.name;

@@ -16,12 +16,12 @@ struct Tolerance {
 Tolerance tolerance(const std::string& prim, const std::string& impl, bool exact_data);
 
 struct CheckResult {
-  int64_t checked = 0;      // elements compared (all, or a seeded sample for large problems)
+  int64_t checked = 0;  // elements compared (all, or a seeded sample for large problems)
   bool sampled = false;
-  double max_abs = 0;       // max |got - ref|
-  double max_rel = 0;       // max |got - ref| / max(|ref|, 1e-30) over nonzero refs
-  double l2_rel = 0;        // ||got - ref||_2 / ||ref||_2 (absolute when ||ref|| = 0)
-  int64_t worst_index = -1; // flat index of max_abs
+  double max_abs = 0;        // max |got - ref|
+  double max_rel = 0;        // max |got - ref| / max(|ref|, 1e-30) over nonzero refs
+  double l2_rel = 0;         // ||got - ref||_2 / ||ref||_2 (absolute when ||ref|| = 0)
+  int64_t worst_index = -1;  // flat index of max_abs
   double worst_got = 0, worst_ref = 0;
   double zero_frac = 0;     // fraction of reference elements that are exactly zero
   bool non_finite = false;  // a NaN or Inf where the reference is finite

@@ -6,10 +6,14 @@ namespace pb {
 
 std::string dir_str(Dir d) {
   switch (d) {
-    case Dir::fwd: return "fwd";
-    case Dir::bwd_d: return "bwd_d";
-    case Dir::bwd_w: return "bwd_w";
-    case Dir::bwd: return "bwd";
+    case Dir::fwd:
+      return "fwd";
+    case Dir::bwd_d:
+      return "bwd_d";
+    case Dir::bwd_w:
+      return "bwd_w";
+    case Dir::bwd:
+      return "bwd";
   }
   return "?";
 }

@@ -14,7 +14,9 @@ inline uint64_t splitmix(uint64_t x) {
 }
 }  // namespace
 
-uint64_t mix_seed(uint64_t seed, uint64_t stream) { return splitmix(seed ^ splitmix(stream)); }
+uint64_t mix_seed(uint64_t seed, uint64_t stream) {
+  return splitmix(seed ^ splitmix(stream));
+}
 
 void fill_int(Tensor& t, uint64_t seed, int range) {
   const uint64_t span = 2 * static_cast<uint64_t>(range) + 1;

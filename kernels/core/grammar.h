@@ -28,7 +28,8 @@ std::vector<Token> tokenize(const std::string& text, const std::string& what);
 // Typical use: for (auto& t : tokenize(...)) fields.take(t) || flags.push_back(t).
 class FieldReader {
  public:
-  FieldReader(std::string what, std::string text) : what_(std::move(what)), text_(std::move(text)) {}
+  FieldReader(std::string what, std::string text)
+      : what_(std::move(what)), text_(std::move(text)) {}
   // Declares an integer field; returns a pointer filled by read(), -1 meaning "not given".
   void allow_int(const std::string& key) { ints_[key] = -1; }
   void allow_number(const std::string& key) { numbers_[key] = NAN_MARK; }

@@ -4,8 +4,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <mutex>

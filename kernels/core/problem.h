@@ -40,8 +40,8 @@ class Problem {
   virtual std::string desc_str() const = 0;  // round-trips through the primitive's parse()
   virtual std::string name() const = 0;      // the n"..." name, may be empty
   virtual Dir dir() const = 0;
-  virtual double flops() const = 0;  // useful FLOPs (direct-algorithm count)
-  virtual double bytes() const = 0;  // bytes that must move: inputs read + outputs written
+  virtual double flops() const = 0;        // useful FLOPs (direct-algorithm count)
+  virtual double bytes() const = 0;        // bytes that must move: inputs read + outputs written
   virtual std::string layout() const = 0;  // how to read the tensors (for --save)
   // Registry names, in registry order.
   virtual std::vector<std::string> impls() const = 0;
@@ -58,9 +58,9 @@ class Problem {
 
 // A primitive as the drivers see it.
 struct PrimitiveInfo {
-  std::string name;              // folder and CLI name: "gemm"
-  std::vector<Dir> dirs;         // directions it runs
-  std::string grammar;           // one-line grammar help for `primbench list`
+  std::string name;       // folder and CLI name: "gemm"
+  std::vector<Dir> dirs;  // directions it runs
+  std::string grammar;    // one-line grammar help for `primbench list`
   std::function<std::unique_ptr<Problem>(const std::string& desc, Dir dir, uint64_t seed)> make;
   // (impl name, "" or the reason it is unavailable here)
   std::function<std::vector<std::pair<std::string, std::string>>()> impls;

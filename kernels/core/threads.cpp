@@ -24,10 +24,13 @@ void init_threads_from_env() {
   char* end = nullptr;
   long n = std::strtol(s, &end, 10);
   if (*end || n < 1 || n > 4096)
-    throw InputError("PRIMBENCH_THREADS", std::string("must be a positive integer, got '") + s + "'");
+    throw InputError("PRIMBENCH_THREADS",
+                     std::string("must be a positive integer, got '") + s + "'");
   set_threads(static_cast<int>(n));
 }
 
-int threads() { return omp_get_max_threads(); }
+int threads() {
+  return omp_get_max_threads();
+}
 
 }  // namespace pb

@@ -30,7 +30,11 @@ class ImplRunner : public Runner {
  public:
   ImplRunner(std::unique_ptr<Impl<Desc>> impl, std::string name, const Desc& d, Dir dir,
              std::vector<const Tensor*> inputs)
-      : impl_(std::move(impl)), name_(std::move(name)), d_(d), dir_(dir), inputs_(std::move(inputs)) {}
+      : impl_(std::move(impl)),
+        name_(std::move(name)),
+        d_(d),
+        dir_(dir),
+        inputs_(std::move(inputs)) {}
   std::string name() const override { return name_; }
   void prepare() override { impl_->prepare(d_, dir_, inputs_); }
   void run() override { impl_->run(); }
@@ -88,8 +92,8 @@ class TypedProblem : public Problem {
     }
     std::string known;
     for (const auto& e : Traits::registry()) known += (known.empty() ? "" : ", ") + e.name;
-    throw InputError("impl", "no implementation '" + impl + "' for " + prim() + " (have: " +
-                                 known + ")");
+    throw InputError("impl",
+                     "no implementation '" + impl + "' for " + prim() + " (have: " + known + ")");
   }
 
   const std::vector<NamedTensor>& inputs() override {
@@ -100,9 +104,7 @@ class TypedProblem : public Problem {
     return inputs_;
   }
 
-  std::vector<std::string> output_names() const override {
-    return Traits::output_names(d_, dir_);
-  }
+  std::vector<std::string> output_names() const override { return Traits::output_names(d_, dir_); }
 
   CheckResult check(const std::string& impl, const std::vector<Tensor>& outputs,
                     double ref_budget_flops) override {
@@ -132,8 +134,8 @@ class TypedProblem : public Problem {
         check_size(impl, o, outputs[o], expected_size(o));
         // About 1e8 reference FLOPs in all (at least 64 points): large-K shapes get fewer.
         const double per_elem = flops() / std::max<double>(1, total_outputs(outputs));
-        const int64_t samples =
-            std::min<int64_t>(n, std::clamp<int64_t>(static_cast<int64_t>(1e8 / per_elem), 64, 4096));
+        const int64_t samples = std::min<int64_t>(
+            n, std::clamp<int64_t>(static_cast<int64_t>(1e8 / per_elem), 64, 4096));
         for (int64_t s = 0; s < samples; ++s) {
           int64_t i = samples == n ? s : static_cast<int64_t>(mix_seed(seed_ + o, s) % n);
           cmp.add(i, outputs[o][i], Traits::reference_at(d_, dir_, in, o, i));

@@ -1,5 +1,6 @@
-// GEMM problem descriptor: m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda..ldb..ldc..]n"name".
-// Column-major, BLAS semantics: C(MxN) = alpha * op(A) * op(B) + beta * C.
+// GEMM problem descriptor:
+// m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda..ldb..ldc..]n"name". Column-major, BLAS
+// semantics: C(MxN) = alpha * op(A) * op(B) + beta * C.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,8 @@ namespace pb {
 
 struct GemmDesc {
   int64_t m = 0, n = 0, k = 0;
-  bool ta = false, tb = false;  // op(A) = A^T, op(B) = B^T
-  double alpha = 1, beta = 1;   // DeepBench's defaults: no work is elided
+  bool ta = false, tb = false;        // op(A) = A^T, op(B) = B^T
+  double alpha = 1, beta = 1;         // DeepBench's defaults: no work is elided
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0 in the text means minimal; parse() fills them in
   std::string name;
 

@@ -1,6 +1,6 @@
 // The GEMM registry: one line per implementation. Tests, benchmarks and the CLI iterate it.
-#include "kernels/gemm/gemm.h"
 #include "kernels/availability.h"
+#include "kernels/gemm/gemm.h"
 
 namespace pb {
 

@@ -11,7 +11,9 @@ namespace pb {
 
 namespace {
 // A scalar is "dyadic" when multiplying an integer by it is exact in fp32 (e.g. 0.5, -1.5, 2).
-bool dyadic(double v) { return std::ldexp(v, 8) == std::round(std::ldexp(v, 8)) && std::fabs(v) <= 16; }
+bool dyadic(double v) {
+  return std::ldexp(v, 8) == std::round(std::ldexp(v, 8)) && std::fabs(v) <= 16;
+}
 }  // namespace
 
 std::vector<NamedTensor> GemmTraits::make_inputs(const GemmDesc& d, Dir, uint64_t seed) {
@@ -33,8 +35,8 @@ bool GemmTraits::exact_data(const GemmDesc& d, Dir) {
 
 std::string GemmTraits::layout(const GemmDesc& d, Dir) {
   return "column-major (BLAS): each matrix is saved as an array of shape (cols, ld); element "
-         "(i, j) is arr[j, i]. C = alpha*op(A)*op(B) + beta*C with op = " + d.trans_str() +
-         ", alpha=" + std::to_string(d.alpha) + ", beta=" + std::to_string(d.beta);
+         "(i, j) is arr[j, i]. C = alpha*op(A)*op(B) + beta*C with op = " +
+         d.trans_str() + ", alpha=" + std::to_string(d.alpha) + ", beta=" + std::to_string(d.beta);
 }
 
 std::vector<Tensor64> GemmTraits::reference(const GemmDesc& d, Dir,

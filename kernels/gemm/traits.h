@@ -18,7 +18,8 @@ struct GemmTraits {
   static bool exact_data(const GemmDesc& d, Dir);
   static std::string layout(const GemmDesc& d, Dir);
   static int64_t output_size(const GemmDesc& d, Dir, size_t) { return d.c_size(); }
-  static std::vector<Tensor64> reference(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in);
+  static std::vector<Tensor64> reference(const GemmDesc& d, Dir,
+                                         const std::vector<const Tensor*>& in);
   static double reference_at(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in, size_t,
                              int64_t index);
 };

@@ -23,6 +23,8 @@ void sgemm_colmajor(const GemmDesc& d, const float* a, int64_t lda, const float*
               static_cast<float>(d.beta), c, static_cast<int>(d.ldc));
 }
 
-std::unique_ptr<GemmImpl> make_gemm_openblas() { return std::make_unique<OpenblasGemm>(); }
+std::unique_ptr<GemmImpl> make_gemm_openblas() {
+  return std::make_unique<OpenblasGemm>();
+}
 
 }  // namespace pb

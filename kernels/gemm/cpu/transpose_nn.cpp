@@ -56,6 +56,8 @@ class TransposeNnGemm : public HostGemm {
 
 }  // namespace
 
-std::unique_ptr<GemmImpl> make_gemm_transpose_nn() { return std::make_unique<TransposeNnGemm>(); }
+std::unique_ptr<GemmImpl> make_gemm_transpose_nn() {
+  return std::make_unique<TransposeNnGemm>();
+}
 
 }  // namespace pb

@@ -16,7 +16,8 @@ class OnednnMatmul : public HostGemm {
  public:
   std::string name() const override { return "onednn/matmul"; }
   void run() override {
-    prim_.execute(onednn::stream(), {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
+    prim_.execute(onednn::stream(),
+                  {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
   }
   void sync() override { onednn::stream().wait(); }
 
@@ -55,6 +56,8 @@ class OnednnMatmul : public HostGemm {
 
 }  // namespace
 
-std::unique_ptr<GemmImpl> make_gemm_onednn_matmul() { return std::make_unique<OnednnMatmul>(); }
+std::unique_ptr<GemmImpl> make_gemm_onednn_matmul() {
+  return std::make_unique<OnednnMatmul>();
+}
 
 }  // namespace pb
