@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 
 #include "tests/cli_runner.h"
 
@@ -111,6 +113,26 @@ TEST(CliSmoke, JsonHasEveryField) {
     EXPECT_NE(r.out.find(k), std::string::npos) << k << " in " << r.out;
   auto u = run_cli("run gemm m40 --impl cpu/openblas --json --reps 1");
   EXPECT_NE(u.out.find("\"status\":\"unchecked\""), std::string::npos) << u.out;
+}
+
+}  // namespace
+}  // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+// The on-disk binary cache: a second process finds the program built by the first one.
+TEST(CliSmoke, SecondProcessHitsTheOpenclBinaryCache) {
+  std::string dir = testing::TempDir() + "/pb_cl_cache_" + std::to_string(::getpid());
+  std::string env = "PRIMBENCH_CL_CACHE=" + dir;
+  auto first = run_cli("run gemm m33n17k9_tn --impl ocl/tiled --check --json --reps 1", env);
+  if (first.status == 3) GTEST_SKIP() << "no OpenCL device: " << first.out;
+  ASSERT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("\"cache_hit\":0"), std::string::npos) << first.out;
+  auto second = run_cli("run gemm m33n17k9_tn --impl ocl/tiled --check --json --reps 1", env);
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_NE(second.out.find("\"cache_hit\":1"), std::string::npos) << second.out;
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

@@ -12,10 +12,20 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace pb {
 
+namespace {
+bool pocl_set_by_us = false;
+}  // namespace
+
 void set_threads(int n) {
   if (n < 1) throw InputError("threads", "must be a positive integer, got " + std::to_string(n));
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
+  // PoCL's CPU driver has its own thread pool, sized when OpenCL starts: steer it too unless the
+  // user set it (this takes effect only before the first OpenCL call).
+  if (!std::getenv("POCL_MAX_PTHREAD_COUNT") || pocl_set_by_us) {
+    setenv("POCL_MAX_PTHREAD_COUNT", std::to_string(n).c_str(), 1);
+    pocl_set_by_us = true;
+  }
 }
 
 void init_threads_from_env() {

@@ -6,7 +6,8 @@ namespace pb {
 // Applies PRIMBENCH_THREADS if set (else leaves the libraries' defaults). Throws InputError
 // naming PRIMBENCH_THREADS when it is not a positive integer.
 void init_threads_from_env();
-// Sets OpenMP and OpenBLAS to n threads (n >= 1).
+// Sets OpenMP and OpenBLAS to n threads (n >= 1), and PoCL's thread pool unless the user set
+// POCL_MAX_PTHREAD_COUNT (PoCL reads it when OpenCL starts).
 void set_threads(int n);
 // The thread count in force (OpenMP's max threads).
 int threads();
