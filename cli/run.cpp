@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
@@ -134,6 +135,12 @@ int cmd_run(int argc, char** argv) {
   bool check = a.has("--check"), json = a.has("--json");
   std::string save = a.get("--save", "");
   if (a.has("--save") && save.empty()) throw InputError("--save", "needs a folder");
+  // Under mpirun (allreduce): every rank runs and checks; rank 0 prints and saves; the exit
+  // status is the worst over ranks.
+  if (world::launched() && world::rank() != 0) {
+    if (!std::freopen("/dev/null", "w", stdout)) throw RuntimeError("cannot silence stdout");
+    save.clear();
+  }
 
   std::unique_ptr<Problem> p = prim.make(a.positional[1], dir, static_cast<uint64_t>(seed));
   std::string want = a.get("--impl", "all");
@@ -214,9 +221,7 @@ int cmd_run(int argc, char** argv) {
       write_file_atomic(save + "/" + t.name + ".npy", npy_bytes(t.tensor));
     save_problem(save, *p, saved);
   }
-  if (failed) return 1;
-  if (ran == 0 || (!all && unsupported)) return 3;
-  return 0;
+  return world::max_over_ranks(failed ? 1 : (ran == 0 || (!all && unsupported)) ? 3 : 0);
 }
 
 }  // namespace pb::cli

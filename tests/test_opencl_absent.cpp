@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/availability.h"
+#include "kernels/core/dataset.h"
 #include "kernels/core/problem.h"
 
 namespace pb {
@@ -18,7 +19,10 @@ TEST(OpenclAbsentSmoke, OpenclSkipsCpuRuns) {
   std::string why = opencl_unavailable();
   EXPECT_FALSE(why.empty());
   for (const PrimitiveInfo& p : primitives()) {
-    auto prob = p.make(p.name == "gemm" ? "m8" : "", p.dirs.front(), 1);
+    // Every primitive has edge cases (tests/edge/<prim>.txt); the first serves as an example.
+    auto lines = load_file(std::string(PRIMBENCH_EDGE_DIR) + "/" + p.name + ".txt", "edge");
+    ASSERT_FALSE(lines.empty()) << "no tests/edge/" << p.name << ".txt";
+    auto prob = p.make(lines.front().text, p.dirs.front(), 1);
     for (const auto& [impl, na] : p.impls()) {
       std::string reason;
       auto r = prob->runner(impl, &reason);

@@ -22,6 +22,9 @@ const std::vector<Row> kTable = {
     {"gemm", "*", 0, 2e-5,
      "integer inputs with |partial sums| < 2^24 are exact in fp32 in any summation order; "
      "arbitrary data: fp32 accumulation error ~ sqrt(K)*eps"},
+    {"allreduce", "*", 0, 2e-5,
+     "integer inputs whose sums stay below 2^24 are exact in fp32 in any order; every rank "
+     "must reproduce the sum bit for bit; arbitrary data: ~sqrt(p)*eps per element"},
 };
 
 bool matches(const char* pattern, const std::string& impl) {

@@ -1,0 +1,181 @@
+// The process group over MPI_COMM_WORLD: lazy MPI_Init_thread, MPI_Finalize at exit, agreement
+// collectives (see world.h), and the HostAllreduce base of the MPI implementations.
+#include "kernels/allreduce/world.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "kernels/allreduce/mpi/comm.h"
+#include "kernels/core/error.h"
+
+namespace pb::world {
+
+namespace {
+
+struct State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  bool we_initialised = false;
+};
+
+void finalize_at_exit();
+
+State& state() {
+  static State s;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      s.we_initialised = true;
+      std::atexit(finalize_at_exit);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &s.comm);
+    // Errors come back as codes (checked by check()), so they can be reported with a message.
+    MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(s.comm, &s.rank);
+    MPI_Comm_size(s.comm, &s.size);
+  });
+  return s;
+}
+
+bool g_started = false;  // state() was called: collectives are allowed
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  State& s = state();
+  if (s.comm != MPI_COMM_NULL) MPI_Comm_free(&s.comm);
+  MPI_Finalize();
+}
+
+State& started() {
+  g_started = true;
+  return state();
+}
+
+}  // namespace
+
+bool launched() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+int rank() {
+  return started().rank;
+}
+int size() {
+  return started().size;
+}
+MPI_Comm comm() {
+  return started().comm;
+}
+
+void check(int err, const char* call) {
+  if (err == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(err, msg, &len);
+  throw RuntimeError(std::string(call) + " failed: " + std::string(msg, len));
+}
+
+int max_over_ranks(int v) {
+  if (!g_started) return v;
+  int out = v;
+  check(MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, comm()), "MPI_Allreduce(status)");
+  return out;
+}
+
+double max_over_ranks(double v) {
+  if (!g_started) return v;
+  double out = v;
+  check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, comm()), "MPI_Allreduce(max)");
+  return out;
+}
+
+void require_same(int64_t v, const std::string& field) {
+  // One MPI_Allreduce: max of v and max of -v (= -min).
+  long long in[2] = {v, -v}, out[2] = {0, 0};
+  check(MPI_Allreduce(in, out, 2, MPI_LONG_LONG, MPI_MAX, comm()), "MPI_Allreduce(agree)");
+  const long long hi = out[0], lo = -out[1];
+  if (lo != hi)
+    throw InputError(field, "differs across ranks: this rank (" + std::to_string(rank()) + " of " +
+                                std::to_string(size()) + ") has " + std::to_string(v) +
+                                ", the ranks range from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + "; every rank must pass the same value");
+}
+
+void require_all_ok(bool ok, const std::string& what, const std::string& local_reason) {
+  int bad = ok ? 0 : 1, any = 0;
+  check(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm()), "MPI_Allreduce(ok)");
+  if (!ok) throw RuntimeError(what + " on rank " + std::to_string(rank()) + ": " + local_reason);
+  if (any)
+    throw RuntimeError(what + " failed on another rank (this is rank " + std::to_string(rank()) +
+                       ")");
+}
+
+bool same_on_all_ranks(uint64_t hash) {
+  unsigned long long in[2] = {hash, ~hash}, out[2] = {0, 0};
+  check(MPI_Allreduce(in, out, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm()), "MPI_Allreduce(hash)");
+  return out[0] == hash && out[1] == ~hash;  // max == min
+}
+
+std::string library_version() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(v, &len);
+  std::string s(v, len);
+  auto nl = s.find_first_of("\n,");
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace pb::world
+
+namespace pb {
+
+void HostAllreduce::prepare(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) {
+  comm_ = world::comm();
+  rank_ = world::rank();
+  size_ = world::size();
+  world::require_same(d.n, "allreduce descriptor field n");
+  d_ = d;
+  x_ = in[0];
+  y_ = Tensor({d.n});
+}
+
+std::vector<Tensor> HostAllreduce::result() {
+  std::vector<Tensor> out;
+  out.push_back(y_.clone());
+  return out;
+}
+
+void exchange(const float* send, int64_t scount, int dest, float* recv, int64_t rcount, int source,
+              MPI_Comm comm, int tag) {
+  std::vector<MPI_Request> reqs;
+  for (int64_t o = 0; o < rcount; o += kMaxMpiCount) {
+    reqs.emplace_back();
+    world::check(MPI_Irecv(recv + o, static_cast<int>(std::min(kMaxMpiCount, rcount - o)),
+                           MPI_FLOAT, source, tag, comm, &reqs.back()),
+                 "MPI_Irecv");
+  }
+  for (int64_t o = 0; o < scount; o += kMaxMpiCount) {
+    reqs.emplace_back();
+    world::check(MPI_Isend(send + o, static_cast<int>(std::min(kMaxMpiCount, scount - o)),
+                           MPI_FLOAT, dest, tag, comm, &reqs.back()),
+                 "MPI_Isend");
+  }
+  world::check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
+               "MPI_Waitall");
+}
+
+void add_vectors(float* dst, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+}
+
+}  // namespace pb
