@@ -207,9 +207,12 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
             throw InputError(l.file + ":" + std::to_string(l.line), e.what());
           }
           std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
-          auto c = std::make_shared<Case>(Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir, f.seed, f.check});
+          const bool check = f.check && (spec.max_check_flops <= 0 || probe->flops() <= spec.max_check_flops);
+          const std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
+          if (pre.empty()) continue;
+          auto c = std::make_shared<Case>(Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir, f.seed, check});
           for (const std::string& impl : probe->impls()) {
-            benchmark::RegisterBenchmark((prefix + "/" + impl + "/" + set + ":" + name).c_str(),
+            benchmark::RegisterBenchmark((pre + "/" + impl + "/" + set + ":" + name).c_str(),
                                          [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);

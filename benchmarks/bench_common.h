@@ -14,6 +14,13 @@ struct BenchSpec {
   // Benchmark-name prefix for a direction: default "<prim>" when the primitive has one
   // direction, else "<prim>_<dir>" (conv_fwd, conv_bwd_d, ...).
   std::function<std::string(Dir)> prefix;
+  // When set, overrides `prefix` per problem: the prefix may depend on the descriptor (rnn:
+  // lstm_fwd, gru_bwd, ... from the cell type). "" registers no benchmark for that problem
+  // (bnorm: no bwd of an inference-mode line).
+  std::function<std::string(const Problem&, Dir)> prefix_for;
+  // When > 0, problems above this many FLOPs get no err counter (not checked) instead of a
+  // sampled check: for primitives whose every output needs the whole reference (rnn).
+  double max_check_flops = 0;
   // Rewrites a data-set descriptor for --primbench_batch=N (null: the flag is rejected).
   std::function<std::string(const std::string& desc, int batch)> with_batch;
   int default_batch = 0;  // applied when > 0 and --primbench_batch is not given

@@ -25,6 +25,17 @@ const std::vector<Row> kTable = {
     {"allreduce", "*", 0, 2e-5,
      "integer inputs whose sums stay below 2^24 are exact in fp32 in any order; every rank "
      "must reproduce the sum bit for bit; arbitrary data: ~sqrt(p)*eps per element"},
+    {"pool", "*", 0, 1e-6,
+     "max pooling only moves values: exact (integer inputs, first-max ties). Averages: an "
+     "integer window sum is exact, then one division by kh*kw or the count (<= 1 ulp, or 2 ulp "
+     "through a rounded reciprocal); backward adds <= ceil(k/s)^2 such terms: ~sqrt(terms)*eps"},
+    {"bnorm", "*", 1e-5, 1e-5,
+     "statistics over up to ~2e5 elements per channel in fp32 partial sums (shifted, two-pass): "
+     "~sqrt(n)*eps relative in mean/var; rsqrt and the normalisation add a few ulp; backward "
+     "sums dy and dy*xhat likewise"},
+    {"act", "*", 0, 2e-6,
+     "ReLU on integers is exact; exp/tanh approximations (~1-3 ulp), the softmax division and "
+     "its sum over <= ~1e4 classes (~sqrt(C)*eps), the softmax backward's dot product likewise"},
 };
 
 bool matches(const char* pattern, const std::string& impl) {

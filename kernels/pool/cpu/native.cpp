@@ -1,0 +1,282 @@
+// cpu/native pooling: OpenMP over (n, c) planes; windows are separable (a row pass into a small
+// per-thread buffer, then a column pass), so both passes are unit- or fixed-stride SIMD loops and
+// each plane is read from memory once and written once. Max backward scatters diff_dst through
+// an argmax workspace recorded in prepare(): the window index of the first maximum in row-major
+// scan order (strict '>' while scanning, so ties go to the earliest element).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/pool/cpu/host_pool.h"
+
+namespace pb {
+namespace {
+
+// Output columns ow whose window column j lies in the image: 0 <= ow*s - p + j < n.
+struct Range {
+  int64_t lo, hi;
+};
+Range valid_outputs(int64_t j, int64_t s, int64_t p, int64_t n, int64_t out) {
+  const int64_t a = p - j;  // need ow*s >= a
+  int64_t lo = a <= 0 ? 0 : (a + s - 1) / s;
+  int64_t b = n - 1 + p - j;  // need ow*s <= b
+  int64_t hi = b < 0 ? 0 : std::min(out, b / s + 1);
+  return {lo, std::max(lo, hi)};
+}
+
+inline float op_max(float a, float b) {
+  return b > a ? b : a;
+}
+
+// Row pass: h[ow] = reduce over window columns of x (one image row); SW > 0 fixes the stride.
+template <bool Max, int SW>
+void row_reduce(const PoolDesc& d, const float* x, float* h) {
+  const int64_t sw = SW > 0 ? SW : d.sw;
+  const float init = Max ? -INFINITY : 0.0f;
+  if (d.ow == 1) {  // one window per row (global pooling): a contiguous reduction
+    const int64_t c0 = std::max<int64_t>(0, -d.pw), c1 = std::min(d.iw, d.kw - d.pw);
+    float a = init;
+    if (Max) {
+#pragma omp simd reduction(max : a)
+      for (int64_t c = c0; c < c1; ++c) a = op_max(a, x[c]);
+    } else {
+#pragma omp simd reduction(+ : a)
+      for (int64_t c = c0; c < c1; ++c) a += x[c];
+    }
+    h[0] = a;
+    return;
+  }
+  for (int64_t o = 0; o < d.ow; ++o) h[o] = init;
+  for (int64_t j = 0; j < d.kw; ++j) {
+    Range r = valid_outputs(j, sw, d.pw, d.iw, d.ow);
+    const float* p = x + j - d.pw;
+#pragma omp simd
+    for (int64_t o = r.lo; o < r.hi; ++o) h[o] = Max ? op_max(h[o], p[o * sw]) : h[o] + p[o * sw];
+  }
+}
+
+class PoolCpuNative : public HostPool {
+ public:
+  std::string name() const override { return "cpu/native"; }
+  size_t workspace_bytes() const override { return ws8_.size() + ws32_.size() * 4; }
+
+  void run() override {
+    if (dir_ == Dir::fwd) {
+      d_.alg == PoolAlg::max ? forward<true>() : forward<false>();
+    } else if (d_.alg == PoolAlg::max) {
+      ws8_.empty() ? backward_max(ws32_.data()) : backward_max(ws8_.data());
+    } else {
+      backward_avg();
+    }
+  }
+
+ protected:
+  void prepare_more() override {
+    // Column counts for avgnp divisors (rows likewise); avgp divides by kh*kw.
+    cnt_h_ = counts(d_.oh, d_.sh, d_.ph, d_.ih, d_.kh);
+    cnt_w_ = counts(d_.ow, d_.sw, d_.pw, d_.iw, d_.kw);
+    ws8_.clear();
+    ws32_.clear();
+    if (dir_ == Dir::bwd && d_.alg == PoolAlg::max) {
+      if (d_.ws_elem_bytes() == 1)
+        record_argmax(&ws8_);
+      else
+        record_argmax(&ws32_);
+    }
+    // Window index -> (row, column) offsets within the window.
+    di_.resize(d_.kh * d_.kw);
+    dj_.resize(d_.kh * d_.kw);
+    for (int64_t k = 0; k < d_.kh * d_.kw; ++k) di_[k] = k / d_.kw, dj_[k] = k % d_.kw;
+  }
+
+ private:
+  static std::vector<float> counts(int64_t out, int64_t s, int64_t p, int64_t n, int64_t k) {
+    std::vector<float> c(out);
+    for (int64_t o = 0; o < out; ++o)
+      c[o] = static_cast<float>(std::min(o * s - p + k, n) - std::max<int64_t>(o * s - p, 0));
+    return c;
+  }
+  float divisor(int64_t oh, int64_t ow) const {
+    return d_.alg == PoolAlg::avg_p ? static_cast<float>(d_.kh * d_.kw) : cnt_h_[oh] * cnt_w_[ow];
+  }
+  int64_t planes() const { return d_.mb * d_.ic; }
+
+  template <bool Max>
+  void forward() {
+    if (d_.sw == 1)
+      forward_sw<Max, 1>();
+    else if (d_.sw == 2)
+      forward_sw<Max, 2>();
+    else
+      forward_sw<Max, 0>();
+  }
+
+  template <bool Max, int SW>
+  void forward_sw() {
+    const PoolDesc& d = d_;
+    const float* src = src_->data();
+    float* dst = out_.data();
+#pragma omp parallel
+    {
+      std::vector<float> hbuf(d.ih * d.ow);
+      float* h = hbuf.data();
+#pragma omp for schedule(static)
+      for (int64_t p = 0; p < planes(); ++p) {
+        const float* x = src + p * d.ih * d.iw;
+        float* y = dst + p * d.oh * d.ow;
+        for (int64_t r = 0; r < d.ih; ++r) row_reduce<Max, SW>(d, x + r * d.iw, h + r * d.ow);
+        for (int64_t oh = 0; oh < d.oh; ++oh) {
+          const int64_t r0 = std::max<int64_t>(oh * d.sh - d.ph, 0);
+          const int64_t r1 = std::min(oh * d.sh - d.ph + d.kh, d.ih);
+          float* yo = y + oh * d.ow;
+          const float* h0 = h + r0 * d.ow;
+#pragma omp simd
+          for (int64_t o = 0; o < d.ow; ++o) yo[o] = h0[o];
+          for (int64_t r = r0 + 1; r < r1; ++r) {
+            const float* hr = h + r * d.ow;
+#pragma omp simd
+            for (int64_t o = 0; o < d.ow; ++o) yo[o] = Max ? op_max(yo[o], hr[o]) : yo[o] + hr[o];
+          }
+          if (!Max) {
+            // Division (not a reciprocal multiply): one rounding of an exact integer sum.
+            if (d.alg == PoolAlg::avg_p) {
+              const float k = static_cast<float>(d.kh * d.kw);
+#pragma omp simd
+              for (int64_t o = 0; o < d.ow; ++o) yo[o] /= k;
+            } else {
+              const float ch = cnt_h_[oh];
+              const float* cw = cnt_w_.data();
+#pragma omp simd
+              for (int64_t o = 0; o < d.ow; ++o) yo[o] /= ch * cw[o];
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Untimed: the window index of the first maximum of every output window.
+  template <class T>
+  void record_argmax(std::vector<T>* ws) {
+    const PoolDesc& d = d_;
+    ws->assign(d.dst_size(), 0);
+    const float* src = src_->data();
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes(); ++p) {
+      const float* x = src + p * d.ih * d.iw;
+      for (int64_t oh = 0; oh < d.oh; ++oh)
+        for (int64_t ow = 0; ow < d.ow; ++ow) {
+          int64_t best = -1;
+          float bv = 0;
+          for (int64_t i = 0; i < d.kh; ++i) {
+            const int64_t r = oh * d.sh - d.ph + i;
+            if (r < 0 || r >= d.ih) continue;
+            for (int64_t j = 0; j < d.kw; ++j) {
+              const int64_t c = ow * d.sw - d.pw + j;
+              if (c < 0 || c >= d.iw) continue;
+              if (best < 0 || x[r * d.iw + c] > bv) best = i * d.kw + j, bv = x[r * d.iw + c];
+            }
+          }
+          (*ws)[(p * d.oh + oh) * d.ow + ow] = static_cast<T>(best);
+        }
+    }
+  }
+
+  template <class T>
+  void backward_max(const T* ws) {
+    const PoolDesc& d = d_;
+    const float* dy = dy_->data();
+    float* dx = out_.data();
+    const int64_t* di = di_.data();
+    const int64_t* dj = dj_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes(); ++p) {
+      float* x = dx + p * d.ih * d.iw;
+      const float* g = dy + p * d.oh * d.ow;
+      const T* w = ws + p * d.oh * d.ow;
+      std::fill(x, x + d.ih * d.iw, 0.0f);
+      for (int64_t oh = 0; oh < d.oh; ++oh) {
+        const int64_t base = (oh * d.sh - d.ph) * d.iw - d.pw;  // window origin, may be < 0
+        for (int64_t ow = 0; ow < d.ow; ++ow) {
+          const int64_t k = w[oh * d.ow + ow];
+          x[base + di[k] * d.iw + ow * d.sw + dj[k]] += g[oh * d.ow + ow];
+        }
+      }
+    }
+  }
+
+  void backward_avg() {
+    if (d_.sw == 1)
+      backward_avg_sw<1>();
+    else if (d_.sw == 2)
+      backward_avg_sw<2>();
+    else
+      backward_avg_sw<0>();
+  }
+
+  // The transpose of the separable forward: diff_dst / divisor is spread over window rows into
+  // a per-thread (ih x ow) buffer, then over window columns into the diff_src plane.
+  template <int SW>
+  void backward_avg_sw() {
+    const PoolDesc& d = d_;
+    const int64_t sw = SW > 0 ? SW : d.sw;
+    const float* dy = dy_->data();
+    float* dx = out_.data();
+#pragma omp parallel
+    {
+      std::vector<float> gbuf(d.ih * d.ow), tbuf(d.ow);
+      float* gr = gbuf.data();
+      float* t = tbuf.data();
+#pragma omp for schedule(static)
+      for (int64_t p = 0; p < planes(); ++p) {
+        const float* g = dy + p * d.oh * d.ow;
+        float* x = dx + p * d.ih * d.iw;
+        std::fill(gr, gr + d.ih * d.ow, 0.0f);
+        for (int64_t oh = 0; oh < d.oh; ++oh) {
+          for (int64_t o = 0; o < d.ow; ++o) t[o] = g[oh * d.ow + o] / divisor(oh, o);
+          const int64_t r0 = std::max<int64_t>(oh * d.sh - d.ph, 0);
+          const int64_t r1 = std::min(oh * d.sh - d.ph + d.kh, d.ih);
+          for (int64_t r = r0; r < r1; ++r) {
+            float* gro = gr + r * d.ow;
+#pragma omp simd
+            for (int64_t o = 0; o < d.ow; ++o) gro[o] += t[o];
+          }
+        }
+        std::fill(x, x + d.ih * d.iw, 0.0f);
+        for (int64_t r = 0; r < d.ih; ++r) {
+          const float* gro = gr + r * d.ow;
+          float* xr = x + r * d.iw;
+          if (d.ow == 1) {
+            const int64_t c0 = std::max<int64_t>(0, -d.pw), c1 = std::min(d.iw, d.kw - d.pw);
+            const float v = gro[0];
+#pragma omp simd
+            for (int64_t c = c0; c < c1; ++c) xr[c] += v;
+            continue;
+          }
+          for (int64_t j = 0; j < d.kw; ++j) {
+            Range rg = valid_outputs(j, sw, d.pw, d.iw, d.ow);
+            float* q = xr + j - d.pw;
+#pragma omp simd
+            for (int64_t o = rg.lo; o < rg.hi; ++o) q[o * sw] += gro[o];
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<float> cnt_h_, cnt_w_;
+  std::vector<uint8_t> ws8_;
+  std::vector<int32_t> ws32_;
+  std::vector<int64_t> di_, dj_;
+};
+
+}  // namespace
+
+std::unique_ptr<PoolImpl> make_pool_cpu_native() {
+  return std::make_unique<PoolCpuNative>();
+}
+
+}  // namespace pb

@@ -1,0 +1,60 @@
+// Activation checks beyond the conformance sweep: the descriptor grammar and bench names, and
+// softmax / cross-entropy on large logits (1e4 + noise: a naive exp would overflow).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/act/act.h"
+#include "kernels/core/check.h"
+#include "kernels/core/error.h"
+#include "kernels/core/fill.h"
+#include "reference/act.h"
+
+namespace pb {
+namespace {
+
+TEST(ActSmoke, DescriptorRoundTripAndNames) {
+  for (const char* s : {"relu_mb16ic64ih56", "softmax_mb16ic1000", "xent_mb2ic7ih3iw5n\"x:y\"",
+                        "tanh_mb1ic1", "sigmoid_mb3ic17ih5iw3"}) {
+    ActDesc d = ActDesc::parse(s);
+    EXPECT_EQ(ActDesc::parse(d.str()), d) << s << " -> " << d.str();
+  }
+  EXPECT_EQ(ActDesc::parse("relu_mb16ic64ih56").iw, 56);
+  EXPECT_EQ(act_bench_prefix(ActDesc::parse("relu_mb1ic1"), Dir::bwd), "relu_bwd");
+  EXPECT_EQ(act_bench_prefix(ActDesc::parse("xent_mb1ic2"), Dir::fwd), "softmax_xent_fwd");
+  for (const char* bad :
+       {"mb2ic3", "relu_tanh_mb2ic3", "relu_mb0ic3", "relu_ic3", "relu_mb2ic3_foo"})
+    EXPECT_THROW(ActDesc::parse(bad), InputError) << bad;
+}
+
+TEST(ActSmoke, SoftmaxStableForLargeLogits) {
+  for (const char* s : {"softmax_mb4ic1000", "xent_mb4ic1000", "softmax_mb2ic19ih3"}) {
+    ActDesc d = ActDesc::parse(s);
+    Tensor x({d.mb, d.ic, d.ih, d.iw}), labels({d.mb, d.ih, d.iw});
+    fill_uniform(x, 3, -20, 20);
+    for (int64_t i = 0; i < x.size(); ++i) x[i] += 1e4f;
+    for (int64_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>(i % d.ic);
+    std::vector<const Tensor*> in = {&x};
+    if (d.func == ActFunc::xent) in.push_back(&labels);
+    auto want = ref::act_fwd(d, in);
+    for (const auto& e : act_registry()) {
+      if (!e.unavailable().empty()) continue;
+      auto impl = e.make();
+      if (!impl->supports(d, Dir::fwd)) continue;
+      impl->prepare(d, Dir::fwd, in);
+      impl->run();
+      impl->sync();
+      auto got = impl->result();
+      ASSERT_EQ(got.size(), want.size()) << e.name;
+      for (size_t o = 0; o < got.size(); ++o) {
+        Comparator c;
+        for (int64_t i = 0; i < got[o].size(); ++i) c.add(i, got[o][i], want[o][i]);
+        CheckResult r = c.finish({2e-6, "as the act table"}, false);
+        EXPECT_TRUE(r.pass) << e.name << " " << s << " output " << o << ": " << r.summary();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pb

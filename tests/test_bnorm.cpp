@@ -1,0 +1,69 @@
+// Batch-norm checks beyond the conformance sweep: the descriptor grammar, and numerically sound
+// statistics: a mean of 1e4 with unit variance (E[x^2] - E[x]^2 in fp32 would lose everything).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/bnorm/bnorm.h"
+#include "kernels/core/check.h"
+#include "kernels/core/error.h"
+#include "kernels/core/fill.h"
+#include "reference/bnorm.h"
+
+namespace pb {
+namespace {
+
+TEST(BnormSmoke, DescriptorRoundTrip) {
+  for (const char* s : {"mb16ic64ih56", "mb1ic3ih5iw7_inf_scale_shift_relu",
+                        "mb2ic8_eps0.001_mom0.5_shift_n\"a:b\"",
+                        "mb16ic2048ih7_scale_shift_n\"resnet50:res5_bn_c\""}) {
+    BnormDesc d = BnormDesc::parse(s);
+    EXPECT_EQ(BnormDesc::parse(d.str()), d) << s << " -> " << d.str();
+  }
+  BnormDesc d = BnormDesc::parse("mb16ic64ih56");
+  EXPECT_EQ(d.iw, 56);
+  EXPECT_FALSE(d.inference);
+  EXPECT_EQ(d.eps, 1e-5);
+  EXPECT_EQ(bnorm_bench_prefix(d, Dir::fwd), "bnorm_fwd_training");
+  d.inference = true;
+  EXPECT_EQ(bnorm_bench_prefix(d, Dir::fwd), "bnorm_fwd_inference");
+  EXPECT_EQ(bnorm_bench_prefix(d, Dir::bwd), "");
+  for (const char* bad :
+       {"mb0ic3", "mb2ic3_eps0", "mb2ic3_mom2", "mb2ic3_scale_scale", "mb2ic3_foo"})
+    EXPECT_THROW(BnormDesc::parse(bad), InputError) << bad;
+}
+
+// Training forward of x = 1e4 + u, u uniform with unit variance: mean and variance must come
+// out to fp32 accuracy (relative 1e-5 on the variance). dst is bounded by the rounding of the
+// fp32 mean itself: ulp(1e4)/2 = 4.9e-4 on values of unit size.
+TEST(BnormSmoke, LargeMeanUnitVariance) {
+  BnormDesc d = BnormDesc::parse("mb4ic5ih33_scale_shift");
+  Tensor src({d.mb, d.ic, d.ih, d.iw}), scale({d.ic}), shift({d.ic}), rm({d.ic}), rv({d.ic});
+  fill_uniform(src, 11, -1.7320508f, 1.7320508f);
+  for (int64_t i = 0; i < src.size(); ++i) src[i] += 1e4f;
+  scale.fill(1);
+  shift.fill(0);
+  rm.fill(0);
+  rv.fill(1);
+  auto want = ref::bnorm_fwd(d, src, scale, shift, rm, rv);
+  for (const auto& e : bnorm_registry()) {
+    if (!e.unavailable().empty()) continue;
+    auto impl = e.make();
+    impl->prepare(d, Dir::fwd, {&src, &scale, &shift, &rm, &rv});
+    impl->run();
+    impl->sync();
+    auto got = impl->result();
+    ASSERT_EQ(got.size(), 5u) << e.name;
+    for (int64_t c = 0; c < d.ic; ++c) {
+      EXPECT_NEAR(got[1][c], want[1][c], 1e-3) << e.name << " mean, channel " << c;
+      EXPECT_NEAR(got[2][c] / want[2][c], 1.0, 1e-5) << e.name << " variance, channel " << c;
+    }
+    Comparator cmp;
+    for (int64_t i = 0; i < got[0].size(); ++i) cmp.add(i, got[0][i], want[0][i]);
+    CheckResult r = cmp.finish({1e-3, "fp32 mean of 1e4: ulp/2 = 4.9e-4"}, false);
+    EXPECT_TRUE(r.pass) << e.name << ": " << r.summary();
+  }
+}
+
+}  // namespace
+}  // namespace pb
