@@ -2,6 +2,7 @@
 #include "kernels/act/act.h"
 #include "kernels/allreduce/allreduce.h"
 #include "kernels/bnorm/bnorm.h"
+#include "kernels/conv/conv.h"
 #include "kernels/core/problem.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/pool/pool.h"
@@ -14,6 +15,7 @@ const std::vector<PrimitiveInfo>& primitives() {
       pool_primitive(),
       bnorm_primitive(),
       act_primitive(),
+      conv_primitive(),
       allreduce_primitive(),
   };
   return all;

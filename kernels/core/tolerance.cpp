@@ -22,6 +22,32 @@ const std::vector<Row> kTable = {
     {"gemm", "*", 0, 2e-5,
      "integer inputs with |partial sums| < 2^24 are exact in fp32 in any summation order; "
      "arbitrary data: fp32 accumulation error ~ sqrt(K)*eps"},
+    {"conv", "*", 0, 2e-5,
+     "direct, im2col+GEMM and oneDNN's direct/GEMM kernels only add exact products: integer "
+     "inputs with |partial sums| < 2^24 are exact in any order; arbitrary data: ~sqrt(K)*eps, "
+     "K = icg*kh*kw"},
+    {"conv", "cpu/winograd_f2", 1e-6, 2e-5,
+     "F(2x2,3x3): transforms use 0, +-1, +-1/2, so integer data give quarter-integer products; "
+     "exact while sums stay below 2^22, which the conformance fill (|sum| < 2^23 for direct) "
+     "does not guarantee after the 4x growth of B^T d B: 1e-6 (measured 0 on every set); "
+     "uniform reals: 2.6e-7 measured at icg=64, like direct"},
+    {"conv", "cpu/winograd_f4", 2e-5, 2e-5,
+     "F(4x4,3x3) with points 0,+-1,+-2,inf: G has 1/6, 1/12, 1/24 (not exact even on integers) "
+     "and B^T/A^T entries up to 8 amplify rounding; the error grows like sqrt(icg): measured "
+     "normwise 1.3e-6 (icg 64), 1.9e-6 (128), 2.6e-6 (256), 3.3e-6 (512) on the conformance "
+     "data of the VGG-16/ResNet-50 layers, 1.6e-6 on uniform reals (icg 64); 2e-5 covers "
+     "icg up to ~16k"},
+    {"conv", "cpu/fft", 1e-5, 1e-5,
+     "FFT convolution: every output mixes all nh*nw spectral terms; fp32 FFT error grows like "
+     "eps*log2(nh*nw) (sizes <= 256^2): measured normwise 1.7e-7..3.3e-7 on "
+     "VGG-16/ResNet-50/AlexNet layers (kernels 1..5), 2.4e-7 on uniform reals; 1e-5 "
+     "covers the log growth with margin"},
+    {"conv", "onednn/winograd", 1e-4, 1e-4,
+     "Winograd F(4x4,3x3) transforms use non-dyadic constants: not exact even on integers; "
+     "normwise error grows with the transform's condition (~1e-5 measured on integer data)"},
+    {"conv", "onednn/auto", 1e-4, 1e-4,
+     "convolution_auto may pick oneDNN's Winograd (AVX-512, large batches): same bound as "
+     "onednn/winograd; at small batches it is a direct kernel and exact"},
     {"allreduce", "*", 0, 2e-5,
      "integer inputs whose sums stay below 2^24 are exact in fp32 in any order; every rank "
      "must reproduce the sum bit for bit; arbitrary data: ~sqrt(p)*eps per element"},

@@ -1,0 +1,30 @@
+// Convolution: the implementation interface, the registry and the factories of every
+// implementation. NCHW fp32; weights g x ocg x icg x kh x kw (see desc.h).
+#pragma once
+
+#include <memory>
+
+#include "kernels/conv/desc.h"
+#include "kernels/core/impl.h"
+#include "kernels/core/problem.h"
+
+namespace pb {
+
+// Inputs and outputs per direction (bias is out of scope):
+//   fwd:   {src, wei}      -> {dst}
+//   bwd_d: {diff_dst, wei} -> {diff_src}
+//   bwd_w: {src, diff_dst} -> {diff_wei}
+using ConvImpl = Impl<ConvDesc>;
+
+const Registry<ConvDesc>& conv_registry();
+PrimitiveInfo conv_primitive();
+
+std::unique_ptr<ConvImpl> make_conv_direct();
+std::unique_ptr<ConvImpl> make_conv_im2col();
+std::unique_ptr<ConvImpl> make_conv_winograd_f2();
+std::unique_ptr<ConvImpl> make_conv_winograd_f4();
+std::unique_ptr<ConvImpl> make_conv_fft();
+std::unique_ptr<ConvImpl> make_conv_onednn_auto();
+std::unique_ptr<ConvImpl> make_conv_onednn_winograd();
+
+}  // namespace pb

@@ -1,0 +1,209 @@
+// cpu/direct: our direct convolution. SIMD over 16 or 32 output channels (weights repacked in
+// prepare to [g][oc-block][icg][kh][kw][16V]), register tiles of J output columns x 16V output
+// channels, OpenMP over (image, group, oc-block, output row). run() first copies the input
+// (timed) to [n][ih][ic][padded row], each row split into stride phases: the inner loop then
+// reads unit-stride rows with no edge tests, and a tile's channels lie close together in
+// memory (as in a blocked layout). Rows outside the image are skipped.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "kernels/conv/cpu/host_conv.h"
+
+namespace pb {
+
+namespace {
+
+using vf = float __attribute__((vector_size(64), aligned(64)));
+
+inline vf load(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, vf v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// Shape facts the kernel needs, fixed in prepare().
+struct Plan {
+  int64_t icg = 0, kh = 0, kw = 0, ih = 0, sh = 1, ph = 0, dh1 = 1;
+  int64_t row_len = 0;        // floats per padded input row
+  int64_t cstride = 0;        // floats between channels of a row (= row_len)
+  int64_t row_stride = 0;     // floats between input rows (= ic * row_len)
+  int64_t phase_len = 0;      // floats per stride phase within a row
+  std::vector<int64_t> koff;  // per kx: offset of output column 0 within a row
+};
+
+// J output columns (from ox0) x 16V output channels of output row oy, summed over the group's
+// icg input channels and the kernel window. `in` is the group's first input channel plane, `w`
+// the oc-block's repacked weights; the tile is written to out[J][16V].
+template <int J, int V>
+void tile(const Plan& p, const float* in, const float* w, int64_t oy, int64_t ox0, float* out) {
+  vf acc[J][V];
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) acc[j][v] = vf{};
+  const int64_t* koff = p.koff.data();
+  const int64_t wstep = 16 * V;
+  for (int64_t c = 0; c < p.icg; ++c) {
+    const float* plane = in + c * p.cstride;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = oy * p.sh - p.ph + ky * p.dh1;
+      if (iy < 0 || iy >= p.ih) continue;
+      const float* row = plane + iy * p.row_stride + ox0;
+      const float* wk = w + (c * p.kh + ky) * p.kw * wstep;
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const float* x = row + koff[kx];
+        vf wv[V];
+        for (int v = 0; v < V; ++v) wv[v] = load(wk + kx * wstep + 16 * v);
+#pragma GCC unroll 16
+        for (int j = 0; j < J; ++j) {
+          const float s = x[j];
+          for (int v = 0; v < V; ++v) acc[j][v] += wv[v] * s;
+        }
+      }
+    }
+  }
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
+}
+
+constexpr int kMaxJ = 14;  // 14 x 2 accumulators + 2 weight vectors fit in 32 registers
+using TileFn = void (*)(const Plan&, const float*, const float*, int64_t, int64_t, float*);
+
+template <int V, size_t... I>
+constexpr std::array<TileFn, sizeof...(I)> tiles(std::index_sequence<I...>) {
+  return {&tile<static_cast<int>(I) + 1, V>...};
+}
+const std::array<TileFn, kMaxJ> kTiles1 = tiles<1>(std::make_index_sequence<kMaxJ>());
+const std::array<TileFn, kMaxJ> kTiles2 = tiles<2>(std::make_index_sequence<kMaxJ>());
+
+// Tile width: the J <= min(kMaxJ, ow) covering ow with the fewest computed columns (the last
+// tile overlaps the previous one instead of running past the row), larger J on ties.
+int pick_j(int64_t ow) {
+  int best = 1;
+  int64_t best_cost = ow;
+  for (int j = 2; j <= std::min<int64_t>(kMaxJ, ow); ++j) {
+    int64_t cost = (ow + j - 1) / j * j;
+    if (cost <= best_cost) best = j, best_cost = cost;
+  }
+  return best;
+}
+
+class DirectConv : public HostConv {
+ public:
+  std::string name() const override { return "cpu/direct"; }
+  size_t workspace_bytes() const override { return (wp_.size() + in_.size()) * sizeof(float); }
+
+ protected:
+  Support supports_fwd(const ConvDesc& d) const override {
+    if (d.kh > 11 || d.kw > 11) return Support::no("cpu/direct handles kernels up to 11x11");
+    return Support::yes();
+  }
+
+  void prepare_more() override {
+    const ConvDesc& d = d_;
+    // 32 channels per tile unless 16 divides the group's channels and 32 does not.
+    v_ = d.ocg() >= 32 && !(d.ocg() % 32 != 0 && d.ocg() % 16 == 0) ? 2 : 1;
+    nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
+    j_ = pick_j(d.ow);
+    repack_weights();
+    Plan& p = plan_;
+    p.icg = d.icg(), p.kh = d.kh, p.kw = d.kw, p.ih = d.ih, p.sh = d.sh, p.ph = d.ph;
+    p.dh1 = d.dh + 1;
+    const int64_t ext_w = (d.kw - 1) * (d.dw + 1) + 1;
+    const int64_t span = (d.ow - 1) * d.sw + ext_w;  // padded columns read
+    // Padded column x' = sw*q + r lives at r*phase_len + q: unit stride along output columns.
+    p.phase_len = (std::max(span, d.pw + d.iw) + d.sw - 1) / d.sw;
+    p.row_len = p.phase_len * d.sw;
+    p.koff.assign(d.kw, 0);
+    for (int64_t kx = 0; kx < d.kw; ++kx) {
+      const int64_t x = kx * (d.dw + 1);
+      p.koff[kx] = (x % d.sw) * p.phase_len + x / d.sw;
+    }
+    p.cstride = p.row_len;
+    p.row_stride = d.ic * p.row_len;
+    in_.assign(static_cast<size_t>(d.mb * d.ih * p.row_stride), 0.0f);  // padding stays 0
+  }
+
+  void run() override {
+    const ConvDesc& d = d_;
+    const float* in = copy_input();
+    const TileFn fn = (v_ == 2 ? kTiles2 : kTiles1)[j_ - 1];
+    const int64_t wblock = d.icg() * d.kh * d.kw * 16 * v_;
+    const int64_t chunks = (d.ow + j_ - 1) / j_;
+    const int64_t ntasks = d.mb * d.g * nb_ * d.oh;
+#pragma omp parallel
+    {
+      alignas(64) float buf[kMaxJ * 32];
+      // Dynamic: on a shared machine a preempted thread must not hold the other one up.
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t t = 0; t < ntasks; ++t) {
+        const int64_t oy = t % d.oh, b = (t / d.oh) % nb_, gi = (t / d.oh / nb_) % d.g,
+                      n = t / d.oh / nb_ / d.g;
+        const float* plane = in + n * d.ih * plan_.row_stride + gi * d.icg() * plan_.cstride;
+        const float* w = wp_.data() + (gi * nb_ + b) * wblock;
+        const int64_t oc0 = b * 16 * v_, noc = std::min<int64_t>(16 * v_, d.ocg() - oc0);
+        float* out = dst_.data() + ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow;
+        for (int64_t ch = 0; ch < chunks; ++ch) {
+          const int64_t ox0 = std::min(ch * j_, d.ow - j_);
+          fn(plan_, plane, w, oy, ox0, buf);
+          for (int64_t o = 0; o < noc; ++o)
+            for (int j = 0; j < j_; ++j) out[o * d.oh * d.ow + ox0 + j] = buf[j * 16 * v_ + o];
+        }
+      }
+    }
+  }
+
+ private:
+  // wp_[g][oc-block][icg][kh][kw][16V], zero beyond the group's channels.
+  void repack_weights() {
+    const ConvDesc& d = d_;
+    const int64_t w16 = 16 * v_, kk = d.kh * d.kw;
+    wp_.assign(static_cast<size_t>(d.g * nb_ * d.icg() * kk * w16), 0.0f);
+    const float* w = wei_->data();
+    for (int64_t gi = 0; gi < d.g; ++gi)
+      for (int64_t o = 0; o < d.ocg(); ++o)
+        for (int64_t c = 0; c < d.icg(); ++c)
+          for (int64_t k = 0; k < kk; ++k)
+            wp_[(((gi * nb_ + o / w16) * d.icg() + c) * kk + k) * w16 + o % w16] =
+                w[((gi * d.ocg() + o) * d.icg() + c) * kk + k];
+  }
+
+  // Padded, phase-split copy of every input row to [n][ih][ic][row] (padding stays zero).
+  const float* copy_input() {
+    const ConvDesc& d = d_;
+    const int64_t rows = d.mb * d.ic * d.ih, sw = d.sw, pl = plan_.phase_len;
+    const float* s = src_->data();
+    float* o = in_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {  // r = (n * ic + c) * ih + iy
+      const int64_t iy = r % d.ih, c = (r / d.ih) % d.ic, n = r / (d.ih * d.ic);
+      const float* sr = s + r * d.iw;
+      float* orow = o + (n * d.ih + iy) * plan_.row_stride + c * plan_.cstride;
+      if (sw == 1) {
+        std::memcpy(orow + d.pw, sr, d.iw * sizeof(float));
+      } else {
+        for (int64_t x = 0; x < d.iw; ++x) {
+          const int64_t xp = x + d.pw;
+          orow[(xp % sw) * pl + xp / sw] = sr[x];
+        }
+      }
+    }
+    return o;
+  }
+
+  Plan plan_;
+  int v_ = 1, j_ = 1;
+  int64_t nb_ = 1;
+  std::vector<float> wp_, in_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvImpl> make_conv_direct() {
+  return std::make_unique<DirectConv>();
+}
+
+}  // namespace pb

@@ -1,0 +1,222 @@
+// cpu/fft: FFTW3 (single precision) convolution by overlap-save tiles or the whole image:
+// r2c of input patches, one complex GEMM per frequency over the input channels, c2r, crop.
+#include <cblas.h>
+#include <fftw3.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstring>
+#include <mutex>
+
+#include "kernels/conv/cpu/fft_geometry.h"
+#include "kernels/conv/cpu/host_conv.h"
+#include "kernels/core/error.h"
+
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace pb {
+
+namespace {
+
+// FFTW's planner is not thread-safe: every plan is made and destroyed under this lock.
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+struct PlanDeleter {
+  void operator()(fftwf_plan_s* p) const {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    fftwf_destroy_plan(p);
+  }
+};
+using Plan = std::unique_ptr<fftwf_plan_s, PlanDeleter>;
+
+// OpenBLAS runs single-threaded inside our OpenMP workers (one GEMM per thread), restored after.
+class BlasSerial {
+ public:
+  BlasSerial() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+  ~BlasSerial() { openblas_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// Copies the rows [y0, y0 + nh) x cols [x0, x0 + nw) of an ih x iw plane into a dense nh x nw
+// patch, zero outside the plane.
+void copy_patch(const float* plane, int64_t ih, int64_t iw, int64_t y0, int64_t x0, int64_t nh,
+                int64_t nw, float* patch) {
+  const int64_t c0 = std::clamp<int64_t>(-x0, 0, nw), c1 = std::clamp<int64_t>(iw - x0, c0, nw);
+  for (int64_t i = 0; i < nh; ++i) {
+    float* p = patch + i * nw;
+    const int64_t y = y0 + i;
+    if (y < 0 || y >= ih || c1 <= c0) {
+      std::memset(p, 0, nw * sizeof(float));
+      continue;
+    }
+    std::memset(p, 0, c0 * sizeof(float));
+    std::memcpy(p + c0, plane + y * iw + x0 + c0, (c1 - c0) * sizeof(float));
+    std::memset(p + c1, 0, (nw - c1) * sizeof(float));
+  }
+}
+
+class FftConv final : public HostConv {
+ public:
+  std::string name() const override { return "cpu/fft"; }
+
+  Support supports_fwd(const ConvDesc& d) const override {
+    if (d.sh != 1 || d.sw != 1)
+      return Support::no("fft needs stride 1, got " + std::to_string(d.sh) + "x" +
+                         std::to_string(d.sw));
+    if (d.dh != 0 || d.dw != 0) return Support::no("fft needs dilation 0 (dense)");
+    fft::Geometry geo = fft::choose_geometry(d);
+    if (fft::filter_bytes(d, geo) > 2.0 * (1 << 30))
+      return Support::no("fft: filter spectra would need over 2 GiB");
+    return Support::yes();
+  }
+
+  void prepare_more() override {
+    geo_ = fft::choose_geometry(d_);
+    nthreads_ = omp_get_max_threads();
+    bt_ = fft::block_tiles(d_, geo_, nthreads_);
+    tiles_ = geo_.tiles(d_);
+    blocks_ = (tiles_ + bt_ - 1) / bt_;
+    const int64_t n = geo_.nh * geo_.nw, f = geo_.freqs(), icg = d_.icg(), ocg = d_.ocg();
+    const int64_t rin = icg * bt_, rout = ocg * bt_;
+    real_in_.clear(), real_out_.clear(), spec_in_.clear(), spec_out_.clear();
+    for (int t = 0; t < nthreads_; ++t) {
+      real_in_.emplace_back(Dims{rin * n});
+      real_out_.emplace_back(Dims{rout * n});
+      spec_in_.emplace_back(Dims{2 * f * rin});
+      spec_out_.emplace_back(Dims{2 * f * rout});
+    }
+    const int dims[2] = {int(geo_.nh), int(geo_.nw)};
+    {
+      std::lock_guard<std::mutex> lock(planner_mutex());
+      // Patches [b][nh][nw] -> spectra [f][b] (b = channel * bt + tile), and back.
+      fwd_.reset(fftwf_plan_many_dft_r2c(2, dims, int(rin), real_in_[0].data(), nullptr, 1, int(n),
+                                         cplx(spec_in_[0]), nullptr, int(rin), 1, FFTW_ESTIMATE));
+      inv_.reset(fftwf_plan_many_dft_c2r(2, dims, int(rout), cplx(spec_out_[0]), nullptr, int(rout),
+                                         1, real_out_[0].data(), nullptr, 1, int(n),
+                                         FFTW_ESTIMATE));
+    }
+    if (!fwd_ || !inv_) throw RuntimeError("cpu/fft: FFTW could not plan " + d_.str());
+    transform_filters();
+  }
+
+  void run() override {
+    BlasSerial serial;
+    const int64_t items = d_.g * blocks_;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
+    for (int64_t it = 0; it < items; ++it) {
+      const int t = omp_get_thread_num();
+      block(it / blocks_, it % blocks_, t);
+    }
+  }
+
+  size_t workspace_bytes() const override {
+    size_t b = wspec_.bytes();
+    for (const auto* v : {&real_in_, &real_out_, &spec_in_, &spec_out_})
+      for (const auto& x : *v) b += x.bytes();
+    return b;
+  }
+
+ private:
+  static fftwf_complex* cplx(Tensor& t) {
+    return reinterpret_cast<fftwf_complex*>(t.data());
+  }
+
+  // Tile t of the group -> image, top-left output row/col.
+  void tile_pos(int64_t t, int64_t* n, int64_t* y, int64_t* x) const {
+    const int64_t per = geo_.tiles_h * geo_.tiles_w;
+    *n = t / per;
+    *y = (t % per) / geo_.tiles_w * geo_.th;
+    *x = (t % per) % geo_.tiles_w * geo_.tw;
+  }
+
+  // W[g][f][o][c] = conj(FFT(w[g][o][c] zero-padded to nh x nw)) / (nh * nw): correlation, with
+  // FFTW's unnormalised inverse folded in.
+  void transform_filters() {
+    const int64_t icg = d_.icg(), ocg = d_.ocg(), f = geo_.freqs(), n = geo_.nh * geo_.nw;
+    const int64_t kk = d_.kh * d_.kw, pairs = ocg * icg;
+    wspec_ = Tensor({2 * d_.g * f * pairs});
+    Tensor patch({n}), spec({2 * f});
+    Plan p;
+    {
+      std::lock_guard<std::mutex> lock(planner_mutex());
+      p.reset(fftwf_plan_dft_r2c_2d(int(geo_.nh), int(geo_.nw), patch.data(), cplx(spec),
+                                    FFTW_ESTIMATE));
+    }
+    const float scale = 1.0f / float(n);
+    auto* w = reinterpret_cast<std::complex<float>*>(wspec_.data());
+    const auto* s = reinterpret_cast<const std::complex<float>*>(spec.data());
+    for (int64_t g = 0; g < d_.g; ++g)
+      for (int64_t pr = 0; pr < pairs; ++pr) {
+        patch.fill(0);
+        const float* k = wei_->data() + (g * pairs + pr) * kk;
+        for (int64_t i = 0; i < d_.kh; ++i)
+          for (int64_t j = 0; j < d_.kw; ++j) patch[i * geo_.nw + j] = k[i * d_.kw + j];
+        fftwf_execute(p.get());
+        for (int64_t q = 0; q < f; ++q) w[(g * f + q) * pairs + pr] = std::conj(s[q]) * scale;
+      }
+  }
+
+  void block(int64_t g, int64_t blk, int t) {
+    const int64_t icg = d_.icg(), ocg = d_.ocg(), f = geo_.freqs(), nh = geo_.nh, nw = geo_.nw;
+    const int64_t n = nh * nw, b = bt_, t0 = blk * b;
+    // Patches: [c][tile] ; tiles past the end stay zero (computed, never stored).
+    float* rin = real_in_[t].data();
+    for (int64_t c = 0; c < icg; ++c)
+      for (int64_t k = 0; k < b; ++k) {
+        float* patch = rin + (c * b + k) * n;
+        if (t0 + k >= tiles_) {
+          std::memset(patch, 0, n * sizeof(float));
+          continue;
+        }
+        int64_t im, y, x;
+        tile_pos(t0 + k, &im, &y, &x);
+        const float* plane = src_->data() + (im * d_.ic + g * icg + c) * d_.ih * d_.iw;
+        copy_patch(plane, d_.ih, d_.iw, y - d_.ph, x - d_.pw, nh, nw, patch);
+      }
+    fftwf_execute_dft_r2c(fwd_.get(), rin, cplx(spec_in_[t]));
+    // Per frequency: Y[f] (ocg x b) = W[f] (ocg x icg) * X[f] (icg x b).
+    const std::complex<float> one(1, 0), zero(0, 0);
+    const auto* w = reinterpret_cast<const std::complex<float>*>(wspec_.data()) + g * f * ocg * icg;
+    const auto* xs = reinterpret_cast<const std::complex<float>*>(spec_in_[t].data());
+    auto* ys = reinterpret_cast<std::complex<float>*>(spec_out_[t].data());
+    for (int64_t q = 0; q < f; ++q)
+      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(ocg), int(b), int(icg), &one,
+                  w + q * ocg * icg, int(icg), xs + q * icg * b, int(b), &zero, ys + q * ocg * b,
+                  int(b));
+    float* rout = real_out_[t].data();
+    fftwf_execute_dft_c2r(inv_.get(), cplx(spec_out_[t]), rout);
+    // Crop: the first th x tw outputs of each tile are valid (no wrap-around).
+    for (int64_t k = 0; k < b && t0 + k < tiles_; ++k) {
+      int64_t im, y, x;
+      tile_pos(t0 + k, &im, &y, &x);
+      const int64_t rows = std::min(geo_.th, d_.oh - y), cols = std::min(geo_.tw, d_.ow - x);
+      for (int64_t o = 0; o < ocg; ++o) {
+        const float* r = rout + (o * b + k) * n;
+        float* dst = dst_.data() + ((im * d_.oc + g * ocg + o) * d_.oh + y) * d_.ow + x;
+        for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * d_.ow, r + i * nw, cols * 4);
+      }
+    }
+  }
+
+  fft::Geometry geo_;
+  int nthreads_ = 1;
+  int64_t bt_ = 1, tiles_ = 0, blocks_ = 0;
+  Tensor wspec_;
+  std::vector<Tensor> real_in_, real_out_, spec_in_, spec_out_;  // per thread
+  Plan fwd_, inv_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvImpl> make_conv_fft() {
+  return std::make_unique<FftConv>();
+}
+
+}  // namespace pb

@@ -1,0 +1,51 @@
+// The per-position GEMM of the Winograd engine: C[tiles x 32] = V[tiles x k] * U[k x 32], tiles
+// broadcast from V (channels contiguous per tile), U packed as panels of 32 output channels.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace pb {
+namespace wino {
+
+constexpr int kRows = 12;  // tiles per register block (broadcast operand)
+constexpr int kCols = 32;  // output channels per panel (two AVX-512 vectors)
+
+// c[r * cs + 0..kCols) = sum_i v[r * vs + i] * u[i * kCols + 0..kCols), r < kRows, i < k.
+inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int64_t cs,
+                       int64_t k) {
+#if defined(__AVX512F__)
+  __m512 acc[kRows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    const __m512 b0 = _mm512_load_ps(u + i * kCols), b1 = _mm512_load_ps(u + i * kCols + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 a = _mm512_set1_ps(v[r * vs + i]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_store_ps(c + r * cs, acc[r][0]);
+    _mm512_store_ps(c + r * cs + 16, acc[r][1]);
+  }
+#else
+  float acc[kRows][kCols] = {};
+  for (int64_t i = 0; i < k; ++i)
+    for (int r = 0; r < kRows; ++r) {
+      const float a = v[r * vs + i];
+      for (int j = 0; j < kCols; ++j) acc[r][j] += a * u[i * kCols + j];
+    }
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kCols; ++j) c[r * cs + j] = acc[r][j];
+#endif
+}
+
+}  // namespace wino
+}  // namespace pb

@@ -1,0 +1,44 @@
+// Convolution descriptor, benchdnn grammar:
+// mb16ic64ih56iw56oc64oh56ow56kh3kw3sh1sw1ph1pw1dh0dw0g1n"resnet50:res2_3x3". NCHW, fp32.
+// Dilation is benchdnn's (0 = dense). Padding: ph/pw are top/left; bottom/right follow from the
+// output size: pad_b = (oh-1)*sh + (kh-1)*(dh+1) + 1 - ih - ph (may differ from ph).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/core/impl.h"
+
+namespace pb {
+
+struct ConvDesc {
+  int64_t mb = 0, g = 1, ic = 0, oc = 0;  // batch, groups, input and output channels (total)
+  int64_t ih = 0, iw = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0, dh = 0, dw = 0;
+  std::string name;
+
+  static ConvDesc parse(const std::string& text);  // derives omitted fields, then validate()
+  std::string str() const;                         // parse(str()) == *this; omits derivable fields
+  void validate() const;                           // throws InputError naming the field
+  bool operator==(const ConvDesc& o) const;
+
+  int64_t icg() const { return ic / g; }  // channels per group
+  int64_t ocg() const { return oc / g; }
+  int64_t pad_b() const { return (oh - 1) * sh + (kh - 1) * (dh + 1) + 1 - ih - ph; }
+  int64_t pad_r() const { return (ow - 1) * sw + (kw - 1) * (dw + 1) + 1 - iw - pw; }
+  int64_t src_size() const { return mb * ic * ih * iw; }     // src: mb x ic x ih x iw
+  int64_t wei_size() const { return oc * icg() * kh * kw; }  // wei: g x ocg x icg x kh x kw
+  int64_t dst_size() const { return mb * oc * oh * ow; }     // dst: mb x oc x oh x ow
+
+  // Tensor shapes (weights are 5-D, goihw, only when grouped; the data layout is the same).
+  Dims src_dims() const { return {mb, ic, ih, iw}; }
+  Dims dst_dims() const { return {mb, oc, oh, ow}; }
+  Dims wei_dims() const { return g > 1 ? Dims{g, ocg(), icg(), kh, kw} : Dims{oc, ic, kh, kw}; }
+
+  // Direct-convolution FLOPs (2 per multiply-add), the same for every algorithm and direction,
+  // so that fast algorithms show as effective FLOP/s.
+  double flops(Dir = Dir::fwd) const { return 2.0 * mb * oc * oh * ow * icg() * kh * kw; }
+  double bytes(Dir dir = Dir::fwd) const;  // tensors read + written in that direction
+};
+
+}  // namespace pb

@@ -1,0 +1,22 @@
+// Naive convolution reference (forward, backward-data, backward-weights): fp64 accumulation,
+// groups, dilation, asymmetric padding; whole tensors or single elements for sampled checks.
+#pragma once
+
+#include "kernels/conv/desc.h"
+#include "kernels/core/tensor.h"
+
+namespace pb::ref {
+
+// dst (mb x oc x oh x ow) from src (mb x ic x ih x iw) and wei (g x ocg x icg x kh x kw).
+Tensor64 conv_fwd(const ConvDesc& d, const Tensor& src, const Tensor& wei);
+// diff_src (mb x ic x ih x iw) from diff_dst and wei.
+Tensor64 conv_bwd_d(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei);
+// diff_wei (g x ocg x icg x kh x kw) from src and diff_dst.
+Tensor64 conv_bwd_w(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst);
+
+// One element of each, by flat index into its output.
+double conv_fwd_at(const ConvDesc& d, const Tensor& src, const Tensor& wei, int64_t index);
+double conv_bwd_d_at(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei, int64_t index);
+double conv_bwd_w_at(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst, int64_t index);
+
+}  // namespace pb::ref
