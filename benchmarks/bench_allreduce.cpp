@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "benchmarks/bench_common.h"
 #include "kernels/allreduce/desc.h"
 #include "kernels/allreduce/world.h"
 #include "kernels/core/dataset.h"
@@ -30,23 +30,6 @@ struct Flags {
   int iters = 0;  // 0: chosen from the size
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) v.push_back(item);
-  return v;
-}
-
-int to_int(const std::string& flag, const std::string& v, int lo) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < lo)
-    throw InputError(flag, "expects an integer >= " + std::to_string(lo) + ", got '" + v + "'");
-  return static_cast<int>(x);
-}
-
 // Takes our --primbench_* flags out of argv; on ranks other than 0 also the output-file flags,
 // so that only rank 0 writes.
 Flags take_flags(int* argc, char** argv, bool rank0) {
@@ -62,17 +45,17 @@ Flags take_flags(int* argc, char** argv, bool rank0) {
     auto eq = a.find('=');
     std::string key = a.substr(0, eq), val = eq == std::string::npos ? "" : a.substr(eq + 1);
     if (key == "--primbench_sets")
-      f.sets = split(val);
+      f.sets = split_list(val);
     else if (key == "--primbench_default")
       f.only_default = val.empty() || val == "1" || val == "true";
     else if (key == "--primbench_seed")
-      f.seed = static_cast<uint64_t>(to_int(key, val, 0));
+      f.seed = static_cast<uint64_t>(flag_int(key, val, 0));
     else if (key == "--primbench_check")
-      f.check = to_int(key, val, 0) != 0;
+      f.check = flag_int(key, val, 0) != 0;
     else if (key == "--primbench_iters")
-      f.iters = to_int(key, val, 1);
+      f.iters = flag_int(key, val, 1);
     else if (key == "--primbench_threads")
-      set_threads(to_int(key, val, 1));
+      set_threads(flag_int(key, val, 1));
     else
       throw InputError(key,
                        "unknown flag (--primbench_sets, --primbench_default, --primbench_seed, "

@@ -30,22 +30,6 @@ struct Flags {
   uint64_t seed = 1;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) v.push_back(item);
-  return v;
-}
-
-int to_int(const std::string& flag, const std::string& v, int lo) {
-  char* end = nullptr;
-  long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || x < lo) throw InputError(flag, "expects an integer >= " + std::to_string(lo) + ", got '" + v + "'");
-  return static_cast<int>(x);
-}
-
 // Removes our --primbench_* flags from argv; InputError on an unknown one.
 Flags take_flags(int* argc, char** argv) {
   Flags f;
@@ -58,14 +42,25 @@ Flags take_flags(int* argc, char** argv) {
     }
     auto eq = a.find('=');
     std::string key = a.substr(0, eq), val = eq == std::string::npos ? "" : a.substr(eq + 1);
-    if (key == "--primbench_sets") f.sets = split(val);
-    else if (key == "--primbench_dirs") f.dirs = split(val);
-    else if (key == "--primbench_default") f.only_default = val.empty() || val == "1" || val == "true";
-    else if (key == "--primbench_batch") f.batch = to_int(key, val, 1);
-    else if (key == "--primbench_seed") f.seed = static_cast<uint64_t>(to_int(key, val, 0));
-    else if (key == "--primbench_check") f.check = to_int(key, val, 0) != 0;
-    else if (key == "--primbench_threads") set_threads(to_int(key, val, 1));
-    else throw InputError(key, "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, --primbench_batch, --primbench_seed, --primbench_check, --primbench_threads)");
+    if (key == "--primbench_sets")
+      f.sets = split_list(val);
+    else if (key == "--primbench_dirs")
+      f.dirs = split_list(val);
+    else if (key == "--primbench_default")
+      f.only_default = val.empty() || val == "1" || val == "true";
+    else if (key == "--primbench_batch")
+      f.batch = flag_int(key, val, 1);
+    else if (key == "--primbench_seed")
+      f.seed = static_cast<uint64_t>(flag_int(key, val, 0));
+    else if (key == "--primbench_check")
+      f.check = flag_int(key, val, 0) != 0;
+    else if (key == "--primbench_threads")
+      set_threads(flag_int(key, val, 1));
+    else
+      throw InputError(
+          key,
+          "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, "
+          "--primbench_batch, --primbench_seed, --primbench_check, --primbench_threads)");
   }
   *argc = out;
   argv[out] = nullptr;
@@ -165,7 +160,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
     state.counters["peak_pct"] = per_iter > 0 ? 100.0 * p.flops() / per_iter / peak : 0;
   }
   state.counters["bytes"] = C(p.bytes(), C::kIsIterationInvariantRate, C::kIs1024);
-  state.counters["bw_pct"] = per_iter > 0 ? 100.0 * p.bytes() / per_iter / machine_info().triad_bytes : 0;
+  state.counters["bw_pct"] =
+      per_iter > 0 ? 100.0 * p.bytes() / per_iter / machine_info().triad_bytes : 0;
   if (s.checked) state.counters["err"] = s.check.l2_rel;
   state.counters["prep_ms"] = s.prep_ms;
   state.counters["ws_MB"] = s.runner->workspace_bytes() / 1e6;
@@ -174,6 +170,23 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) v.push_back(item);
+  return v;
+}
+
+int flag_int(const std::string& flag, const std::string& v, int lo) {
+  char* end = nullptr;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < lo)
+    throw InputError(flag, "expects an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+  return static_cast<int>(x);
+}
 
 int bench_main(int argc, char** argv, const BenchSpec& spec) {
   try {
@@ -193,8 +206,9 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
       throw InputError("--primbench_batch", spec.prim + " has no batch dimension");
     std::vector<std::string> sets = f.sets.empty() ? list_sets(spec.prim) : f.sets;
     for (Dir dir : dirs) {
-      std::string prefix = spec.prefix ? spec.prefix(dir)
-                           : prim.dirs.size() == 1 ? spec.prim : spec.prim + "_" + dir_str(dir);
+      std::string prefix = spec.prefix             ? spec.prefix(dir)
+                           : prim.dirs.size() == 1 ? spec.prim
+                                                   : spec.prim + "_" + dir_str(dir);
       for (const std::string& set : sets) {
         for (const DataLine& l : load_set(spec.prim, set)) {
           if (f.only_default && !l.is_default()) continue;
@@ -207,13 +221,17 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
             throw InputError(l.file + ":" + std::to_string(l.line), e.what());
           }
           std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
-          const bool check = f.check && (spec.max_check_flops <= 0 || probe->flops() <= spec.max_check_flops);
+          const bool check =
+              f.check && (spec.max_check_flops <= 0 || probe->flops() <= spec.max_check_flops);
           const std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
           if (pre.empty()) continue;
-          auto c = std::make_shared<Case>(Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir, f.seed, check});
+          auto c = std::make_shared<Case>(
+              Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir,
+                   f.seed, check});
           for (const std::string& impl : probe->impls()) {
-            benchmark::RegisterBenchmark((pre + "/" + impl + "/" + set + ":" + name).c_str(),
-                                         [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
+            benchmark::RegisterBenchmark(
+                (pre + "/" + impl + "/" + set + ":" + name).c_str(),
+                [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);
           }

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "kernels/core/problem.h"
 
@@ -30,5 +31,10 @@ struct BenchSpec {
 // --primbench_batch=N  --primbench_seed=S  --primbench_check=0|1), strips them, then runs
 // Google Benchmark. Returns the exit status (2 on bad flags or a bad data-set line).
 int bench_main(int argc, char** argv, const BenchSpec& spec);
+
+// Flag helpers shared by the bench binaries: "a,b,,c" -> {a, b, c}; an integer >= lo or an
+// InputError naming the flag.
+std::vector<std::string> split_list(const std::string& s);
+int flag_int(const std::string& flag, const std::string& value, int lo);
 
 }  // namespace pb::bench

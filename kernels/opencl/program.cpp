@@ -194,4 +194,17 @@ cl_program program(const std::string& key, const std::string& options, double* b
   return done(p, false);
 }
 
+cl_program BuildStats::load(const std::string& key, const std::string& options) {
+  double t = 0;
+  bool hit = false;
+  cl_program p = program(key, options, &t, &hit);
+  ms += t;
+  cache_hit = cache_hit && hit;
+  return p;
+}
+
+std::vector<std::pair<std::string, double>> BuildStats::counters(double kernel_ms) const {
+  return {{"kernel_ms", kernel_ms}, {"build_ms", ms}, {"cache_hit", cache_hit ? 1.0 : 0.0}};
+}
+
 }  // namespace pb::ocl

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pb::ocl {
 
@@ -47,6 +49,16 @@ void check(cl_int err, const char* call);
 // build log on a failed build. The program is owned by the cache: do not release it.
 cl_program program(const std::string& key, const std::string& options, double* build_ms = nullptr,
                    bool* cache_hit = nullptr);
+// Build bookkeeping of one implementation: the time its programs took to load or build and
+// whether every one came from a cache, reported next to the kernel time of the last run().
+struct BuildStats {
+  double ms = 0;
+  bool cache_hit = true;
+  cl_program load(const std::string& key, const std::string& options);  // program() + accounting
+  // {"kernel_ms", kernel_ms}, {"build_ms", ms}, {"cache_hit", 0 or 1}
+  std::vector<std::pair<std::string, double>> counters(double kernel_ms) const;
+};
+
 // The on-disk binary cache directory: $PRIMBENCH_CL_CACHE, $XDG_CACHE_HOME/primbench/cl or
 // ~/.cache/primbench/cl; "" when PRIMBENCH_CL_CACHE=off (or no home is known).
 std::string cache_dir();

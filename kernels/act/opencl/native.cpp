@@ -24,10 +24,7 @@ class ActOclNative : public ActImpl {
     d_ = d;
     dir_ = dir;
     int func = d.func == ActFunc::relu ? 0 : d.func == ActFunc::sigmoid ? 1 : 2;
-    bool hit = false;
-    cl_program prog =
-        ocl::program("act/native.cl", "-DFUNC=" + std::to_string(func), &build_ms_, &hit);
-    cache_hit_ = hit;
+    cl_program prog = build_.load("act/native.cl", "-DFUNC=" + std::to_string(func));
     for (const Tensor* t : in) {
       in_.emplace_back(t->bytes(), CL_MEM_READ_ONLY);
       in_.back().upload(t->data(), t->bytes());
@@ -72,9 +69,7 @@ class ActOclNative : public ActImpl {
   }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
-    return {{"kernel_ms", event_.elapsed_ms()},
-            {"build_ms", build_ms_},
-            {"cache_hit", cache_hit_ ? 1.0 : 0.0}};
+    return build_.counters(event_.elapsed_ms());
   }
 
  private:
@@ -85,8 +80,7 @@ class ActOclNative : public ActImpl {
   ocl::Event event_;
   cl_uint dims_ = 1;
   size_t global_[3] = {1, 1, 1};
-  double build_ms_ = 0;
-  bool cache_hit_ = false;
+  ocl::BuildStats build_;
 };
 
 }  // namespace

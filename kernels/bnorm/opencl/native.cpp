@@ -27,9 +27,7 @@ class BnormOclNative : public BnormImpl {
     d_ = d;
     dir_ = dir;
     std::string opts = "-DWG=" + std::to_string(kWG) + " -DRELU=" + std::to_string(int(d.relu));
-    bool hit = false;
-    cl_program prog = ocl::program("bnorm/native.cl", opts, &build_ms_, &hit);
-    cache_hit_ = hit;
+    cl_program prog = build_.load("bnorm/native.cl", opts);
     // Inputs in bnorm.h's order; gamma/beta default to 1/0 without the flags.
     const bool bwd = dir == Dir::bwd;
     for (size_t i = 0; i < in.size(); ++i) {
@@ -90,9 +88,7 @@ class BnormOclNative : public BnormImpl {
   }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
-    return {{"kernel_ms", event_.elapsed_ms()},
-            {"build_ms", build_ms_},
-            {"cache_hit", cache_hit_ ? 1.0 : 0.0}};
+    return build_.counters(event_.elapsed_ms());
   }
 
  private:
@@ -104,8 +100,7 @@ class BnormOclNative : public BnormImpl {
   cl_uint dims_ = 1;
   size_t global_[3] = {1, 1, 1}, lsize_[3] = {kWG, 1, 1};
   const size_t* local_ = nullptr;
-  double build_ms_ = 0;
-  bool cache_hit_ = false;
+  ocl::BuildStats build_;
 };
 
 }  // namespace

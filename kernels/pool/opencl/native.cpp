@@ -26,9 +26,7 @@ class PoolOclNative : public PoolImpl {
     const bool max = d.alg == PoolAlg::max;
     std::string opts = "-DALG=" + std::to_string(static_cast<int>(d.alg)) +
                        " -DWS_T=" + (d.ws_elem_bytes() == 1 ? "uchar" : "int");
-    bool hit = false;
-    cl_program prog = ocl::program("pool/native.cl", opts, &build_ms_, &hit);
-    cache_hit_ = hit;
+    cl_program prog = build_.load("pool/native.cl", opts);
     src_ = ocl::Buffer(in[0]->bytes(), CL_MEM_READ_ONLY);
     src_.upload(in[0]->data(), in[0]->bytes());
     dst_ = ocl::Buffer(static_cast<size_t>(d.dst_size()) * 4);
@@ -81,9 +79,7 @@ class PoolOclNative : public PoolImpl {
 
   size_t workspace_bytes() const override { return ws_.bytes() > 1 ? ws_.bytes() : 0; }
   std::vector<std::pair<std::string, double>> extra_counters() const override {
-    return {{"kernel_ms", event_.elapsed_ms()},
-            {"build_ms", build_ms_},
-            {"cache_hit", cache_hit_ ? 1.0 : 0.0}};
+    return build_.counters(event_.elapsed_ms());
   }
 
  private:
@@ -99,8 +95,7 @@ class PoolOclNative : public PoolImpl {
   ocl::Kernel fwd_, bwd_;
   ocl::Event event_;
   size_t gfwd_[3] = {1, 1, 1}, gbwd_[3] = {1, 1, 1};
-  double build_ms_ = 0;
-  bool cache_hit_ = false;
+  ocl::BuildStats build_;
 };
 
 }  // namespace
