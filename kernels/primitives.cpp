@@ -6,6 +6,7 @@
 #include "kernels/core/problem.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/pool/pool.h"
+#include "kernels/rnn/rnn.h"
 
 namespace pb {
 
@@ -17,6 +18,7 @@ const std::vector<PrimitiveInfo>& primitives() {
       act_primitive(),
       conv_primitive(),
       allreduce_primitive(),
+      rnn_primitive(),
   };
   return all;
 }

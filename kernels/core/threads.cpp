@@ -9,6 +9,8 @@
 #include "kernels/core/error.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+extern "C" int openblas_get_parallel(void);  // 0 sequential, 1 pthreads, 2 OpenMP
 
 namespace pb {
 
@@ -41,6 +43,17 @@ void init_threads_from_env() {
 
 int threads() {
   return omp_get_max_threads();
+}
+
+SerialBlasScope::SerialBlasScope() {
+  if (openblas_get_parallel() == 1) {
+    saved_ = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+  }
+}
+
+SerialBlasScope::~SerialBlasScope() {
+  if (saved_ > 0) openblas_set_num_threads(saved_);
 }
 
 }  // namespace pb

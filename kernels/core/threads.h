@@ -12,4 +12,19 @@ void set_threads(int n);
 // The thread count in force (OpenMP's max threads).
 int threads();
 
+// Makes BLAS calls in its scope single-threaded, so that each OpenMP thread can run its own
+// GEMM. With OpenBLAS's OpenMP build nothing needs doing: a call inside a parallel region runs
+// serially, and setting its thread count would also set OpenMP's. With the pthread build it
+// sets OpenBLAS to one thread and restores the count at the end of the scope.
+class SerialBlasScope {
+ public:
+  SerialBlasScope();
+  ~SerialBlasScope();
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
+
+ private:
+  int saved_ = 0;  // 0: nothing to restore
+};
+
 }  // namespace pb

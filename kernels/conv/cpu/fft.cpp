@@ -12,9 +12,7 @@
 #include "kernels/conv/cpu/fft_geometry.h"
 #include "kernels/conv/cpu/host_conv.h"
 #include "kernels/core/error.h"
-
-extern "C" int openblas_get_num_threads(void);
-extern "C" void openblas_set_num_threads(int);
+#include "kernels/core/threads.h"
 
 namespace pb {
 
@@ -33,16 +31,6 @@ struct PlanDeleter {
   }
 };
 using Plan = std::unique_ptr<fftwf_plan_s, PlanDeleter>;
-
-// OpenBLAS runs single-threaded inside our OpenMP workers (one GEMM per thread), restored after.
-class BlasSerial {
- public:
-  BlasSerial() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-  ~BlasSerial() { openblas_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 // Copies the rows [y0, y0 + nh) x cols [x0, x0 + nw) of an ih x iw plane into a dense nh x nw
 // patch, zero outside the plane.
@@ -107,7 +95,7 @@ class FftConv final : public HostConv {
   }
 
   void run() override {
-    BlasSerial serial;
+    SerialBlasScope serial_blas;  // one cgemm per OpenMP thread
     const int64_t items = d_.g * blocks_;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
     for (int64_t it = 0; it < items; ++it) {

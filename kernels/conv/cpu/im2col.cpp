@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "kernels/conv/cpu/host_conv.h"
+#include "kernels/core/threads.h"
 
 namespace pb {
 
@@ -20,8 +21,6 @@ namespace {
 
 constexpr int64_t kWideN = 1024;           // columns per sgemm that keep it efficient
 constexpr int64_t kColBytes = 64ll << 20;  // column buffer budget
-
-extern "C" void openblas_set_num_threads(int);
 
 void sgemm_rm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb,
               float* c, int64_t ldc) {
@@ -63,14 +62,13 @@ class Im2colConv : public HostConv {
       for (int64_t c = 0; c < chunks; ++c) chunk(c * nb_, col_.data(), tmp_.data(), true);
       return;
     }
-    openblas_set_num_threads(1);
+    SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
     const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t c = 0; c < chunks; ++c) {
       const int t = omp_get_thread_num();
       chunk(c * nb_, col_.data() + t * col_len, tmp_.data() + t * tmp_len, false);
     }
-    openblas_set_num_threads(threads_);
   }
 
  private:

@@ -1,0 +1,284 @@
+// cpu/blas: the input projection as one sgemm for all steps, then per step one sgemm of the
+// recurrent weights for all gates (OpenBLAS) and one fused pointwise pass (OpenMP + SIMD).
+// Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
+// are two large sgemms over all steps after the loop (DeepBench's scheme).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/core/problem.h"
+#include "kernels/core/threads.h"
+#include "kernels/rnn/cpu/pointwise.h"
+#include "kernels/rnn/rnn.h"
+
+namespace pb {
+namespace {
+
+using namespace rnn_cpu;
+
+// Row-major C (m x n) = op(A) op(B) + beta C.
+void sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+// Row-major (rows x cols) -> (cols x rows).
+void transpose(const float* in, int64_t rows, int64_t cols, float* out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) out[c * rows + r] = in[r * cols + c];
+}
+
+Tensor copy_of(const std::vector<float>& v, const Dims& dims) {
+  Tensor t(dims);
+  std::copy(v.begin(), v.end(), t.data());
+  return t;
+}
+
+class RnnCpuBlas : public RnnImpl {
+ public:
+  std::string name() const override { return "cpu/blas"; }
+  Support supports(const RnnDesc&, Dir dir) const override {
+    return dir == Dir::fwd || dir == Dir::bwd ? Support::yes() : Support::no("rnn runs fwd or bwd");
+  }
+
+  void prepare(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    d_ = d, dir_ = dir;
+    // OpenBLAS (pthreads) and OpenMP each keep their workers spinning after a parallel region;
+    // alternating them every step makes the two pools fight for the cores (the recurrent part
+    // ran 2.3x the GEMMs alone on 2 cores). So the per-step pointwise pass runs SIMD on the
+    // calling thread, unless OMP_WAIT_POLICY=passive makes OpenMP's workers sleep.
+    const char* wait = std::getenv("OMP_WAIT_POLICY");
+    parallel_pw_ = wait && (std::string(wait) == "passive" || std::string(wait) == "PASSIVE");
+    const int64_t T = d.t, N = d.n, H = d.h, I = d.i, GH = d.gh();
+    size_t k = 0;
+    x_ = in[k++];
+    const Tensor* h0 = in[k++];
+    const Tensor* c0 = d.has_c() ? in[k++] : nullptr;
+    const Tensor* w = in[k++];
+    r_ = in[k++];
+    b_ = in[k++];
+    dy_ = dir == Dir::bwd ? in[k] : nullptr;
+    // GEMM-friendly layouts: W^T (I x GH) and R^T (H x GH) make both products NN with the
+    // gates contiguous per sample (the backward uses R as given).
+    double t0 = now_seconds();
+    wt_.assign(I * GH, 0);
+    rt_.assign(H * GH, 0);
+    transpose(w->data(), GH, I, wt_.data());
+    transpose(r_->data(), GH, H, rt_.data());
+    convert_ms_ = 1e3 * (now_seconds() - t0);
+    xp_.assign(T * N * GH, 0);
+    hs_.assign((T + 1) * N * H, 0);
+    std::copy(h0->data(), h0->data() + N * H, hs_.begin());
+    if (c0) {
+      cs_.assign((T + 1) * N * H, 0);
+      std::copy(c0->data(), c0->data() + N * H, cs_.begin());
+    }
+    if (d.cell == Cell::gru) hr_.assign(N * GH, 0), rh_.assign(T * N * H, 0);
+    // The pointwise overhead: the per-step sgemms alone vs the whole recurrent part, timed
+    // alternately 3 times each (best of 3) so that both see the same machine load.
+    gemm_only_ms_ = 1e30;
+    if (dir == Dir::fwd) {
+      for (int rep = 0; rep < 3; ++rep) {
+        double s = now_seconds();
+        for (int64_t t = 0; t < T; ++t) step_gemm_fwd(t);
+        gemm_only_ms_ = std::min(gemm_only_ms_, 1e3 * (now_seconds() - s));
+        forward();
+      }
+      paired_ratio_ = recurrent_ms_ / gemm_only_ms_;
+      runs_ = 0;
+      return;
+    }
+    forward();  // the activations the backward needs (untimed)
+    runs_ = 0;
+    gw_.assign(T * N * GH, 0);
+    if (d.cell == Cell::gru) gr_.assign(T * N * GH, 0);
+    dh_[0].assign(N * H, 0), dh_[1].assign(N * H, 0);
+    if (d.has_c()) dc_.assign(N * H, 0);
+    dw_.assign(GH * I, 0), dr_.assign(GH * H, 0), db_.assign(d.bias_gates() * H, 0);
+    for (int rep = 0; rep < 3; ++rep) {
+      double s = now_seconds();
+      for (int64_t t = T - 1; t >= 0; --t) step_gemm_bwd(t, dh_[0].data());
+      gemm_only_ms_ = std::min(gemm_only_ms_, 1e3 * (now_seconds() - s));
+      backward();
+    }
+    paired_ratio_ = recurrent_ms_ / gemm_only_ms_;
+    runs_ = 0;
+  }
+
+  void run() override { dir_ == Dir::fwd ? forward() : backward(); }
+
+  std::vector<Tensor> result() override {
+    std::vector<Tensor> out;
+    const int64_t NH = d_.n * d_.h;
+    if (dir_ == Dir::fwd) {
+      out.push_back(copy_of(std::vector<float>(hs_.begin() + NH, hs_.end()), {d_.t, d_.n, d_.h}));
+      if (d_.has_c())
+        out.push_back(copy_of(std::vector<float>(cs_.end() - NH, cs_.end()), {d_.n, d_.h}));
+      return out;
+    }
+    out.push_back(copy_of(dw_, {d_.gates(), d_.h, d_.i}));
+    out.push_back(copy_of(dr_, {d_.gates(), d_.h, d_.h}));
+    out.push_back(copy_of(db_, {d_.bias_gates(), d_.h}));
+    out.push_back(copy_of(dh_[last_], {d_.n, d_.h}));
+    if (d_.has_c()) out.push_back(copy_of(dc_, {d_.n, d_.h}));
+    return out;
+  }
+
+  size_t workspace_bytes() const override {
+    return 4 * (wt_.size() + rt_.size() + xp_.size() + hs_.size() + cs_.size() + hr_.size() +
+                rh_.size() + gw_.size() + gr_.size());
+  }
+
+  std::vector<std::pair<std::string, double>> extra_counters() const override {
+    const double total = first_ms_ + recurrent_ms_ + last_ms_;
+    std::vector<std::pair<std::string, double>> v = {
+        {"recurrent_ms", recurrent_ms_},
+        {"gemm_only_ms", gemm_only_ms_},     // the same per-step sgemms alone, best of 3
+        {"recur_over_gemm", paired_ratio_},  // recurrent / gemm_only, paired in prepare
+        {"recurrent_share", total > 0 ? recurrent_ms_ / total : 0},
+        {"convert_ms", convert_ms_},
+        {"pw_threads", parallel_pw_ ? 0.0 + threads() : 1.0}};
+    v.emplace_back(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms",
+                   dir_ == Dir::fwd ? first_ms_ : last_ms_);
+    return v;
+  }
+
+ private:
+  // LSTM/RNN: xp_t += h_{t-1} R^T in place; GRU: hr = h_{t-1} R^T (kept apart for the reset).
+  void step_gemm_fwd(int64_t t) {
+    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+    const float* hp = &hs_[t * N * H];
+    if (d_.cell == Cell::gru)
+      sgemm(false, N, GH, H, hp, H, rt_.data(), GH, 0.0f, hr_.data(), GH);
+    else
+      sgemm(false, N, GH, H, hp, H, rt_.data(), GH, 1.0f, &xp_[t * N * GH], GH);
+  }
+  // dL/dh_{t-1} (+)= g_t R, accumulating onto the GRU's direct part.
+  void step_gemm_bwd(int64_t t, float* dhp) {
+    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+    const float* g = d_.cell == Cell::gru ? &gr_[t * N * GH] : &gw_[t * N * GH];
+    sgemm(false, N, H, GH, g, GH, r_->data(), H, d_.cell == Cell::gru ? 1.0f : 0.0f, dhp, H);
+  }
+
+  void forward() {
+    const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh();
+    double t0 = now_seconds();
+    sgemm(false, T * N, GH, d_.i, x_->data(), d_.i, wt_.data(), GH, 0.0f, xp_.data(), GH);
+    double t1 = now_seconds();
+    for (int64_t t = 0; t < T; ++t) {
+      step_gemm_fwd(t);
+      for_blocks(N, H, parallel_pw_, [&](int64_t n, int64_t j0, int64_t j1) {
+        FwdRow r;
+        r.a = &xp_[(t * N + n) * GH];
+        r.hr = hr_.empty() ? nullptr : &hr_[n * GH];
+        r.b = b_->data();
+        r.hp = &hs_[(t * N + n) * H];
+        r.h = &hs_[((t + 1) * N + n) * H];
+        r.cp = cs_.empty() ? nullptr : &cs_[(t * N + n) * H];
+        r.c = cs_.empty() ? nullptr : &cs_[((t + 1) * N + n) * H];
+        r.rh = rh_.empty() ? nullptr : &rh_[(t * N + n) * H];
+        if (d_.cell == Cell::lstm)
+          lstm_fwd(r, H, j0, j1);
+        else if (d_.cell == Cell::gru)
+          gru_fwd(r, H, j0, j1);
+        else
+          relu_fwd(r, H, j0, j1);
+      });
+    }
+    double t2 = now_seconds();
+    first_ms_ = 1e3 * (t1 - t0), last_ms_ = 0;
+    keep_min(1e3 * (t2 - t1));
+  }
+
+  void backward() {
+    const int64_t T = d_.t, N = d_.n, H = d_.h, I = d_.i, GH = d_.gh();
+    double t0 = now_seconds();
+    std::fill(dh_[0].begin(), dh_[0].end(), 0.0f);
+    std::fill(dc_.begin(), dc_.end(), 0.0f);
+    int cur = 0;  // dh_[cur]: dL/dh_t through R from step t+1
+    float* gr_all = d_.cell == Cell::gru ? gr_.data() : gw_.data();
+    for (int64_t t = T - 1; t >= 0; --t) {
+      float* dhp = dh_[1 - cur].data();
+      for_blocks(N, H, parallel_pw_, [&](int64_t n, int64_t j0, int64_t j1) {
+        BwdRow r;
+        const int64_t s = (t * N + n) * H;
+        r.act = &xp_[(t * N + n) * GH];
+        r.dy = dy_->data() + s;
+        r.dhn = &dh_[cur][n * H];
+        r.h = &hs_[s + N * H];
+        r.hp = &hs_[s];
+        r.c = cs_.empty() ? nullptr : &cs_[s + N * H];
+        r.cp = cs_.empty() ? nullptr : &cs_[s];
+        r.dc = dc_.empty() ? nullptr : &dc_[n * H];
+        r.rh = rh_.empty() ? nullptr : &rh_[s];
+        r.gw = &gw_[(t * N + n) * GH];
+        r.gr = &gr_all[(t * N + n) * GH];
+        r.dhp = dhp + n * H;
+        if (d_.cell == Cell::lstm)
+          lstm_bwd(r, H, j0, j1);
+        else if (d_.cell == Cell::gru)
+          gru_bwd(r, H, j0, j1);
+        else
+          relu_bwd(r, H, j0, j1);
+      });
+      step_gemm_bwd(t, dhp);
+      cur = 1 - cur;
+    }
+    last_ = cur;
+    double t1 = now_seconds();
+    // dR = G_r^T [h_0 .. h_{T-1}], dW = G_w^T x, db = column sums.
+    sgemm(true, GH, H, T * N, gr_all, GH, hs_.data(), H, 0.0f, dr_.data(), H);
+    sgemm(true, GH, I, T * N, gw_.data(), GH, x_->data(), I, 0.0f, dw_.data(), I);
+    column_sums(gw_.data(), T * N, GH, db_.data());
+    if (d_.cell == Cell::gru) column_sums(gr_all + 2 * H, T * N, GH, db_.data() + 3 * H, H);
+    double t2 = now_seconds();
+    first_ms_ = 0, last_ms_ = 1e3 * (t2 - t1);
+    keep_min(1e3 * (t1 - t0));
+  }
+
+  // out[c] = sum over rows of m[r * ld + c], c < cols (default: ld).
+  static void column_sums(const float* m, int64_t rows, int64_t ld, float* out, int64_t cols = 0) {
+    if (!cols) cols = ld;
+    const int64_t B = 512;
+#pragma omp parallel for schedule(static)
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      const int64_t c1 = std::min(cols, c0 + B);
+      float acc[B] = {};
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = m + r * ld;
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) acc[c - c0] += row[c];
+      }
+      std::copy(acc, acc + (c1 - c0), out + c0);
+    }
+  }
+
+  // The recurrent time of the fastest run so far (comparable with gemm_only_ms, a best of 3).
+  void keep_min(double ms) {
+    recurrent_ms_ = runs_++ ? std::min(recurrent_ms_, ms) : ms;
+  }
+
+  RnnDesc d_;
+  Dir dir_ = Dir::fwd;
+  const Tensor *x_ = nullptr, *r_ = nullptr, *b_ = nullptr, *dy_ = nullptr;
+  std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_;
+  std::vector<float> dh_[2];
+  int last_ = 0, runs_ = 0;
+  bool parallel_pw_ = false;
+  double paired_ratio_ = 0;
+  double convert_ms_ = 0, gemm_only_ms_ = 0, first_ms_ = 0, recurrent_ms_ = 0, last_ms_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RnnImpl> make_rnn_cpu_blas() {
+  return std::make_unique<RnnCpuBlas>();
+}
+
+}  // namespace pb

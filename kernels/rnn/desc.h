@@ -1,0 +1,41 @@
+// RNN layer descriptor: <lstm|gru|rnn>_h<H>n<N>t<T>[i<I>][n"name"] — one layer, hidden size H,
+// batch N, T time steps, input size I (= H when omitted), as DeepBench's training RNN benchmark.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/core/impl.h"
+
+namespace pb {
+
+enum class Cell { lstm, gru, rnn };
+std::string cell_str(Cell c);  // "lstm", "gru", "rnn"
+
+struct RnnDesc {
+  Cell cell = Cell::lstm;
+  int64_t h = 0, n = 0, t = 1, i = 0;  // i = 0 in the text means "= h"; parse() fills it in
+  std::string name;
+
+  static RnnDesc parse(const std::string& text);  // throws InputError naming the token/field
+  std::string str() const;                        // parse(str()) == *this
+  void validate() const;
+  bool operator==(const RnnDesc& o) const;
+
+  // Gates per hidden unit in the GEMMs: LSTM 4 (i, f, c~, o), GRU 3 (u, r, o), RNN 1.
+  int64_t gates() const { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
+  // Bias rows: the gates, plus for GRU the recurrent bias of the candidate (linear before reset).
+  int64_t bias_gates() const { return gates() + (cell == Cell::gru ? 1 : 0); }
+  int64_t gh() const { return gates() * h; }
+  bool has_c() const { return cell == Cell::lstm; }
+
+  // GEMM FLOPs plus pointwise operations (pointwise_ops() per hidden unit per step per sample).
+  // fwd: input projection 2*T*N*GH*I + recurrent 2*T*N*GH*H. bwd (no gradient w.r.t. x):
+  // recurrent 2*T*N*GH*H for dh, weight gradients 2*T*N*GH*(I + H).
+  double flops(Dir dir = Dir::fwd) const;
+  double gemm_flops(Dir dir = Dir::fwd) const;
+  double pointwise_ops(Dir dir) const;     // per (t, n, j); documented in desc.cpp
+  double bytes(Dir dir = Dir::fwd) const;  // inputs read + outputs written once, fp32
+};
+
+}  // namespace pb

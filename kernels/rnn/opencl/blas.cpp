@@ -1,0 +1,259 @@
+// ocl/blas: cpu/blas's scheme on OpenCL — the input projection and the per-step recurrent
+// product with our SGEMM (gemm/tiled.cl, from the runtime's program cache), one fused pointwise
+// kernel per step (rnn_pointwise.cl). Everything is enqueued: no host round trip in a sequence.
+#include <algorithm>
+#include <string>
+
+#include "kernels/core/problem.h"
+#include "kernels/opencl/runtime.h"
+#include "kernels/rnn/rnn.h"
+
+namespace pb {
+namespace {
+
+// gemm/tiled.cl's default tunables (as ocl/tiled uses them); TA = 0 always, TB per product.
+constexpr int kTsm = 64, kTsn = 64, kWptm = 32, kWptn = 8;
+std::string gemm_options(bool tb) {
+  return "-cl-mad-enable -DTSM=64 -DTSN=64 -DTSK=128 -DWPTM=32 -DWPTN=8 -DVW=16 -DTA=0 -DTB=" +
+         std::to_string(tb ? 1 : 0) + " -DXT=32";
+}
+size_t round_up(int64_t x, int64_t to) {
+  return static_cast<size_t>((x + to - 1) / to * to);
+}
+
+// One column-major C (m x n) = A (m x k) op(B) + beta C launch of gemm_tiled, arguments fixed.
+struct Gemm {
+  ocl::Kernel k;
+  size_t global[2] = {1, 1}, local[2] = {kTsm / kWptm, kTsn / kWptn};
+  void set(cl_program p, int m, int n, int kk, const ocl::Buffer& a, int lda, const ocl::Buffer& b,
+           int ldb, float beta, const ocl::Buffer& c, int ldc) {
+    k = ocl::Kernel(p, "gemm_tiled");
+    k.set_args(m, n, kk, 1.0f, beta, a, lda, b, ldb, c, ldc);
+    global[0] = round_up(m, kTsm) / kTsm * local[0];
+    global[1] = round_up(n, kTsn) / kTsn * local[1];
+  }
+  void enqueue(ocl::Event* ev = nullptr) const { k.enqueue(2, global, local, ev); }
+};
+
+class RnnOclBlas : public RnnImpl {
+ public:
+  std::string name() const override { return "ocl/blas"; }
+  Support supports(const RnnDesc& d, Dir dir) const override {
+    if (dir != Dir::fwd && dir != Dir::bwd) return Support::no("rnn runs fwd or bwd");
+    if (static_cast<double>(d.t) * d.n * std::max(d.gh(), d.i) > 2e9)
+      return Support::no("sequence tensors exceed 32-bit int offsets");
+    return Support::yes();
+  }
+
+  void prepare(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    d_ = d, dir_ = dir;
+    const int T = d.t, N = d.n, H = d.h, I = d.i, GH = d.gh(), NH = N * H;
+    double t0 = now_seconds();
+    cl_program nn = ocl::program("gemm/tiled.cl", gemm_options(false));
+    cl_program nt = dir == Dir::bwd ? ocl::program("gemm/tiled.cl", gemm_options(true)) : nullptr;
+    cl_program pw =
+        ocl::program("rnn/rnn_pointwise.cl", "-DCELL=" + std::to_string(static_cast<int>(d.cell)));
+    build_ms_ = 1e3 * (now_seconds() - t0);
+    size_t k = 0;
+    const Tensor* x = in[k++];
+    const Tensor* h0 = in[k++];
+    const Tensor* c0 = d.has_c() ? in[k++] : nullptr;
+    const Tensor *w = in[k++], *r = in[k++], *b = in[k++];
+    // W^T (I x GH) and R^T (H x GH) on the host, as cpu/blas; R as given for the backward.
+    t0 = now_seconds();
+    std::vector<float> wt(static_cast<size_t>(I) * GH), rt(static_cast<size_t>(H) * GH);
+    for (int q = 0; q < GH; ++q)
+      for (int i = 0; i < I; ++i)
+        wt[static_cast<size_t>(i) * GH + q] = w->data()[static_cast<size_t>(q) * I + i];
+    for (int q = 0; q < GH; ++q)
+      for (int i = 0; i < H; ++i)
+        rt[static_cast<size_t>(i) * GH + q] = r->data()[static_cast<size_t>(q) * H + i];
+    convert_ms_ = 1e3 * (now_seconds() - t0);
+    x_ = upload(x->data(), x->size());
+    wt_ = upload(wt.data(), wt.size());
+    rt_ = upload(rt.data(), rt.size());
+    b_ = upload(b->data(), b->size());
+    xp_ = ocl::Buffer(4ull * T * N * GH);
+    hr_ = ocl::Buffer(4ull * N * GH);
+    hs_ = ocl::Buffer(4ull * (T + 1) * NH);
+    hs_.upload(h0->data(), 4ull * NH);
+    cs_ = ocl::Buffer(4ull * (c0 ? (T + 1) * NH : 1));
+    if (c0) cs_.upload(c0->data(), 4ull * NH);
+    rh_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * NH : 1));
+    for (auto& p : ping_) p = ocl::Buffer(4ull * NH);
+    ping_[0].upload(h0->data(), 4ull * NH);
+    h0_ = upload(h0->data(), NH);
+
+    proj_.set(nn, GH, T * N, I, wt_, GH, x_, I, 0.0f, xp_, GH);
+    for (int p = 0; p < 2; ++p) step_[p].set(nn, GH, N, H, rt_, GH, ping_[p], H, 0.0f, hr_, GH);
+    pw_fwd_ = ocl::Kernel(pw, "rnn_fwd");
+    local_[0] = std::min<size_t>(64, round_up(H, 8));
+    local_[1] = 1;
+    global_[0] = round_up(H, local_[0]);
+    global_[1] = N;
+
+    if (dir == Dir::bwd) {
+      forward();  // activations for the backward, untimed
+      ocl::finish();
+      r_ = upload(r->data(), r->size());
+      dy_ = upload(in[k]->data(), in[k]->size());
+      gw_ = ocl::Buffer(4ull * T * N * GH);
+      gr_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * N * GH : 1));
+      gcur_ = ocl::Buffer(4ull * N * GH);
+      dc_ = ocl::Buffer(4ull * NH);
+      zero_ = upload(std::vector<float>(NH, 0.0f).data(), NH);
+      dw_ = ocl::Buffer(4ull * GH * I), dr_ = ocl::Buffer(4ull * GH * H);
+      db_ = ocl::Buffer(4ull * d.bias_gates() * H);
+      const float beta = d.cell == Cell::gru ? 1.0f : 0.0f;
+      for (int p = 0; p < 2; ++p) back_[p].set(nn, H, N, GH, r_, H, gcur_, GH, beta, ping_[p], H);
+      const ocl::Buffer& g_r = d.cell == Cell::gru ? gr_ : gw_;
+      dr_gemm_.set(nt, H, GH, T * N, hs_, H, g_r, GH, 0.0f, dr_, H);
+      dw_gemm_.set(nt, I, GH, T * N, x_, I, gw_, GH, 0.0f, dw_, I);
+      pw_bwd_ = ocl::Kernel(pw, "rnn_bwd");
+      sums_ = ocl::Kernel(pw, "column_sums");
+      sums2_ = ocl::Kernel(pw, "column_sums");
+      sums_.set_args(T * N, GH, 0, GH, gw_, db_);
+      if (d.cell == Cell::gru) {
+        db_ro_ = ocl::Buffer(4ull * H);
+        sums2_.set_args(T * N, GH, 2 * H, H, gr_, db_ro_);
+      }
+    }
+    // A warm-up pass (PoCL compiles each kernel at its first enqueue), then a profiled pass:
+    // kernel time vs wall time per launch.
+    dir == Dir::fwd ? forward() : backward();
+    ocl::finish();
+    profile();
+  }
+
+  void run() override { dir_ == Dir::fwd ? forward() : backward(); }
+  void sync() override { ocl::finish(); }
+
+  std::vector<Tensor> result() override {
+    const int64_t NH = d_.n * d_.h;
+    std::vector<Tensor> out;
+    if (dir_ == Dir::fwd) {
+      out.push_back(Tensor({d_.t, d_.n, d_.h}));
+      hs_.download(out.back().data(), out.back().bytes(), 4 * NH);
+      if (d_.has_c()) {
+        out.push_back(Tensor({d_.n, d_.h}));
+        cs_.download(out.back().data(), out.back().bytes(), 4 * NH * d_.t);
+      }
+      return out;
+    }
+    out.push_back(Tensor({d_.gates(), d_.h, d_.i}));
+    dw_.download(out.back().data(), out.back().bytes());
+    out.push_back(Tensor({d_.gates(), d_.h, d_.h}));
+    dr_.download(out.back().data(), out.back().bytes());
+    out.push_back(Tensor({d_.bias_gates(), d_.h}));
+    db_.download(out.back().data(), 4 * d_.gh());
+    if (d_.cell == Cell::gru) db_ro_.download(out.back().data() + 3 * d_.h, 4 * d_.h);
+    out.push_back(Tensor({d_.n, d_.h}));
+    ping_[last_].download(out.back().data(), out.back().bytes());
+    if (d_.has_c()) {
+      out.push_back(Tensor({d_.n, d_.h}));
+      dc_.download(out.back().data(), out.back().bytes());
+    }
+    return out;
+  }
+
+  size_t workspace_bytes() const override {
+    return xp_.bytes() + hr_.bytes() + hs_.bytes() + cs_.bytes() + rh_.bytes() + gw_.bytes() +
+           gr_.bytes() + gcur_.bytes() + wt_.bytes() + rt_.bytes();
+  }
+
+  std::vector<std::pair<std::string, double>> extra_counters() const override {
+    return {{"build_ms", build_ms_},
+            {"convert_ms", convert_ms_},
+            {"kernel_ms", kernel_ms_},  // sum of the profiled pass's kernel times
+            {"launches", launches_},
+            {"launch_overhead_us", launches_ ? 1e3 * (wall_ms_ - kernel_ms_) / launches_ : 0},
+            {(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms"), first_ms_},
+            {"recurrent_ms", wall_ms_ - first_ms_}};
+  }
+
+ private:
+  static ocl::Buffer upload(const float* p, int64_t n) {
+    ocl::Buffer b(4ull * std::max<int64_t>(n, 1));
+    b.upload(p, 4ull * n);
+    return b;
+  }
+
+  // Enqueues the forward; with `ev`, one event per launch (profiling).
+  void forward(std::vector<ocl::Event>* ev = nullptr) {
+    const int T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), NH = N * H;
+    auto next = [&]() -> ocl::Event* { return ev ? &ev->emplace_back() : nullptr; };
+    if (ev) ev->reserve(1 + 2 * T);
+    ping_[0].copy_from(h0_, 4ull * NH);
+    proj_.enqueue(next());
+    for (int t = 0; t < T; ++t) {
+      const int p = t & 1;
+      step_[p].enqueue(next());
+      pw_fwd_.set_args(N, H, xp_, t * N * GH, hr_, b_, hs_, cs_, t * NH, ping_[1 - p], rh_, t * NH);
+      pw_fwd_.enqueue(2, global_, local_, next());
+    }
+  }
+
+  void backward(std::vector<ocl::Event>* ev = nullptr) {
+    const int T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), NH = N * H;
+    auto next = [&]() -> ocl::Event* { return ev ? &ev->emplace_back() : nullptr; };
+    if (ev) ev->reserve(4 + 2 * T);
+    ping_[0].copy_from(zero_, 4ull * NH);  // enqueued: no host wait
+    dc_.copy_from(zero_, 4ull * NH);
+    int cur = 0;
+    for (int t = T - 1; t >= 0; --t) {
+      pw_bwd_.set_args(N, H, xp_, t * N * GH, dy_, t * NH, ping_[cur], hs_, cs_, t * NH, dc_, rh_,
+                       gw_, gr_, gcur_, ping_[1 - cur]);
+      pw_bwd_.enqueue(2, global_, local_, next());
+      back_[1 - cur].enqueue(next());
+      cur = 1 - cur;
+    }
+    last_ = cur;
+    dr_gemm_.enqueue(next());
+    dw_gemm_.enqueue(next());
+    size_t l = 64, g = round_up(GH, 64);
+    sums_.enqueue(1, &g, &l, next());
+    if (d_.cell == Cell::gru) {
+      size_t g2 = round_up(H, 64);
+      sums2_.enqueue(1, &g2, &l, next());
+    }
+  }
+
+  void profile() {
+    std::vector<ocl::Event> ev;
+    ocl::finish();
+    double t0 = now_seconds();
+    dir_ == Dir::fwd ? forward(&ev) : backward(&ev);
+    ocl::finish();
+    wall_ms_ = 1e3 * (now_seconds() - t0);
+    kernel_ms_ = 0;
+    for (auto& e : ev) kernel_ms_ += e.elapsed_ms();
+    launches_ = static_cast<double>(ev.size());
+    // The non-recurrent part: the projection (fwd, first event) or the weight gradients (bwd).
+    const size_t tail = d_.cell == Cell::gru ? 4 : 3;
+    first_ms_ = 0;
+    if (dir_ == Dir::fwd)
+      first_ms_ = ev.front().elapsed_ms();
+    else
+      for (size_t i = ev.size() - tail; i < ev.size(); ++i) first_ms_ += ev[i].elapsed_ms();
+  }
+
+  RnnDesc d_;
+  Dir dir_ = Dir::fwd;
+  ocl::Buffer x_, wt_, rt_, r_, b_, xp_, hr_, hs_, cs_, rh_, h0_, dy_, gw_, gr_, gcur_, dc_, dw_,
+      dr_, db_, db_ro_;
+  ocl::Buffer ping_[2];
+  ocl::Buffer zero_;
+  Gemm proj_, step_[2], back_[2], dr_gemm_, dw_gemm_;
+  ocl::Kernel pw_fwd_, pw_bwd_, sums_, sums2_;
+  size_t global_[2] = {1, 1}, local_[2] = {1, 1};
+  int last_ = 0;
+  double build_ms_ = 0, convert_ms_ = 0, kernel_ms_ = 0, wall_ms_ = 0, first_ms_ = 0, launches_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RnnImpl> make_rnn_ocl_blas() {
+  return std::make_unique<RnnOclBlas>();
+}
+
+}  // namespace pb

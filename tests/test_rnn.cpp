@@ -1,0 +1,104 @@
+// RNN checks beyond the conformance sweep: descriptor grammar and errors, the shrink hook's tags,
+// repeated runs giving the same result, and the timing counters the issue asks for.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "kernels/core/error.h"
+#include "kernels/core/problem.h"
+#include "kernels/rnn/rnn.h"
+
+namespace pb {
+namespace {
+
+TEST(RnnDescSmoke, ParsesAndRoundTrips) {
+  RnnDesc d = RnnDesc::parse("lstm_h1024n64t25");
+  EXPECT_EQ(d.cell, Cell::lstm);
+  EXPECT_EQ(d.h, 1024);
+  EXPECT_EQ(d.n, 64);  // `n` with an integer is the batch ...
+  EXPECT_EQ(d.t, 25);
+  EXPECT_EQ(d.i, 1024);                                          // input size defaults to H
+  RnnDesc e = RnnDesc::parse("gru_h37n1t9i29n\"net:layer 1\"");  // ... and n"..." the name
+  EXPECT_EQ(e.cell, Cell::gru);
+  EXPECT_EQ(e.n, 1);
+  EXPECT_EQ(e.i, 29);
+  EXPECT_EQ(e.name, "net:layer 1");
+  for (const char* s :
+       {"lstm_h1024n64t25", "gru_h37n1t9i29n\"net:layer 1\"", "rnn_h5n2", "lstm_h8n2t3"})
+    EXPECT_EQ(RnnDesc::parse(RnnDesc::parse(s).str()), RnnDesc::parse(s)) << s;
+  EXPECT_EQ(RnnDesc::parse("rnn_h5n2").t, 1);  // a cell-only descriptor
+  EXPECT_EQ(RnnDesc::parse("lstm_h5n2t3i5").str(), "lstm_h5n2t3");
+}
+
+TEST(RnnDescSmoke, RejectsBadInputNamingTheField) {
+  auto field = [](const char* s) {
+    try {
+      RnnDesc::parse(s);
+    } catch (const InputError& e) {
+      return e.field();
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(field("h1024n64t25"), "rnn descriptor field cell");
+  EXPECT_EQ(field("lstm_gru_h4n2"), "rnn descriptor field cell");
+  EXPECT_EQ(field("lstm_n64t25"), "rnn descriptor field h");
+  EXPECT_EQ(field("lstm_h64t25"), "rnn descriptor field n");
+  EXPECT_EQ(field("lstm_h0n2"), "rnn descriptor field h");
+  EXPECT_EQ(field("lstm_h4n2t0"), "rnn descriptor field t");
+  EXPECT_EQ(field("lstm_h4n2x3"), "rnn descriptor field x");
+  EXPECT_EQ(field("lstm_h4n2t3t4"), "rnn descriptor field t");
+  EXPECT_EQ(field("lstm_h4000000n4000000t100"), "rnn descriptor field t");   // overflow
+  EXPECT_EQ(field("lstm_h100000n1000t100"), "rnn descriptor (h, n, t, i)");  // memory
+}
+
+TEST(RnnSmoke, ShrinkSaysWhatItScaled) {
+  const PrimitiveInfo& p = find_primitive("rnn");
+  std::string tag;
+  EXPECT_EQ(p.shrink("lstm_h8n2t3", 3e7, &tag), "lstm_h8n2t3");
+  EXPECT_EQ(tag, "");
+  std::string s = p.shrink("lstm_h4096n128t25n\"x\"", 3e7, &tag);
+  EXPECT_EQ(tag, "scaled_th") << s;
+  RnnDesc d = RnnDesc::parse(s);
+  EXPECT_LE(3 * d.flops(Dir::fwd), 3e8);
+  EXPECT_EQ(d.t, 4);
+  EXPECT_EQ(d.h, 64);
+  EXPECT_EQ(d.n, 128);
+  EXPECT_EQ(d.i, d.h);
+  EXPECT_EQ(d.name, "x");
+}
+
+// Every implementation, run twice: the same outputs (weight gradients are not accumulated
+// across runs, state is reset), and the timing parts are reported.
+TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
+  const PrimitiveInfo& prim = find_primitive("rnn");
+  for (const char* text : {"lstm_h19n3t4i7", "gru_h19n3t4", "rnn_h19n3t4"})
+    for (Dir dir : {Dir::fwd, Dir::bwd}) {
+      auto p = prim.make(text, dir, 3);
+      for (const std::string& impl : p->impls()) {
+        std::string why;
+        auto r = p->runner(impl, &why);
+        if (!r) continue;
+        Measured m = measure(*p, *r, 0, true, INFINITY);
+        EXPECT_TRUE(m.check.pass) << text << " " << impl << " " << m.check.summary();
+        std::vector<Tensor> first = r->result();
+        r->run();
+        r->sync();
+        std::vector<Tensor> second = r->result();
+        ASSERT_EQ(first.size(), second.size());
+        for (size_t o = 0; o < first.size(); ++o)
+          for (int64_t i = 0; i < first[o].size(); ++i)
+            ASSERT_EQ(first[o][i], second[o][i])
+                << text << " " << impl << " output " << o << " [" << i << "]";
+        if (impl == "cpu/blas" || impl == "ocl/blas") {
+          std::set<std::string> names;
+          for (const auto& [k, v] : r->extra_counters()) names.insert(k);
+          EXPECT_TRUE(names.count("recurrent_ms")) << impl;
+          EXPECT_TRUE(names.count(dir == Dir::fwd ? "input_proj_ms" : "weight_grad_ms")) << impl;
+        }
+      }
+    }
+}
+
+}  // namespace
+}  // namespace pb
