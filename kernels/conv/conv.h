@@ -24,6 +24,11 @@ std::unique_ptr<ConvImpl> make_conv_im2col();
 std::unique_ptr<ConvImpl> make_conv_winograd_f2();
 std::unique_ptr<ConvImpl> make_conv_winograd_f4();
 std::unique_ptr<ConvImpl> make_conv_fft();
+std::unique_ptr<ConvImpl> make_conv_ocl_direct();
+std::unique_ptr<ConvImpl> make_conv_ocl_im2col();
+std::unique_ptr<ConvImpl> make_conv_ocl_implicit_gemm();
+std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f2();
+std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f4();
 std::unique_ptr<ConvImpl> make_conv_onednn_auto();
 std::unique_ptr<ConvImpl> make_conv_onednn_winograd();
 

@@ -11,6 +11,11 @@ const Registry<ConvDesc>& conv_registry() {
       {"cpu/winograd_f2", make_conv_winograd_f2},
       {"cpu/winograd_f4", make_conv_winograd_f4},
       {"cpu/fft", make_conv_fft},
+      {"ocl/direct", PB_OPENCL_FACTORY(make_conv_ocl_direct), opencl_unavailable},
+      {"ocl/im2col", PB_OPENCL_FACTORY(make_conv_ocl_im2col), opencl_unavailable},
+      {"ocl/implicit_gemm", PB_OPENCL_FACTORY(make_conv_ocl_implicit_gemm), opencl_unavailable},
+      {"ocl/winograd_f2", PB_OPENCL_FACTORY(make_conv_ocl_winograd_f2), opencl_unavailable},
+      {"ocl/winograd_f4", PB_OPENCL_FACTORY(make_conv_ocl_winograd_f4), opencl_unavailable},
       {"onednn/auto", PB_ONEDNN_FACTORY(make_conv_onednn_auto), onednn_unavailable},
       {"onednn/winograd", PB_ONEDNN_FACTORY(make_conv_onednn_winograd), onednn_unavailable},
   };

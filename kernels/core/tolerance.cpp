@@ -42,6 +42,14 @@ const std::vector<Row> kTable = {
      "eps*log2(nh*nw) (sizes <= 256^2): measured normwise 1.7e-7..3.3e-7 on "
      "VGG-16/ResNet-50/AlexNet layers (kernels 1..5), 2.4e-7 on uniform reals; 1e-5 "
      "covers the log growth with margin"},
+    {"conv", "ocl/winograd_f2", 1e-6, 2e-5,
+     "same transforms as cpu/winograd_f2 (filters in fp64 on the host, quarter-integer "
+     "products), summed over icg by the tiled GEMM in another order: measured 0 on the "
+     "conformance data; the cpu/winograd_f2 reasoning and bounds apply"},
+    {"conv", "ocl/winograd_f4", 2e-5, 2e-5,
+     "same F(4x4,3x3) transforms as cpu/winograd_f4 (G applied in fp64 on the host, B^T/A^T "
+     "in fp32 on the device): measured normwise 1.35e-6 at icg 64, growing like sqrt(icg) as "
+     "on the CPU; the cpu/winograd_f4 bound applies"},
     {"conv", "onednn/winograd", 1e-4, 1e-4,
      "Winograd F(4x4,3x3) transforms use non-dyadic constants: not exact even on integers; "
      "normwise error grows with the transform's condition (~1e-5 measured on integer data)"},

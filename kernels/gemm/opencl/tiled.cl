@@ -85,12 +85,11 @@ inline void load_tile(__global const float* X, int ld, int rows, int cols, int r
   }
 }
 
-__kernel __attribute__((reqd_work_group_size(RTSM, RTSN, 1))) void gemm_tiled(
-    const int M, const int N, const int K, const float alpha, const float beta,
-    __global const float* restrict A, const int lda, __global const float* restrict B,
-    const int ldb, __global float* C, const int ldc) {
-  __local float Al[TSK * TSM];
-  __local float Bl[TSK * TSN];
+// The body of one work-group's TSM x TSN tile of C (shared by gemm_tiled and gemm_tiled_batched).
+inline void gemm_tiled_body(const int M, const int N, const int K, const float alpha,
+                            const float beta, __global const float* restrict A, const int lda,
+                            __global const float* restrict B, const int ldb, __global float* C,
+                            const int ldc, __local float* Al, __local float* Bl) {
   const int tm = get_local_id(0), tn = get_local_id(1);
   const int lid = tn * RTSM + tm;
   const int m0 = get_group_id(0) * TSM, n0 = get_group_id(1) * TSN;
@@ -155,6 +154,29 @@ __kernel __attribute__((reqd_work_group_size(RTSM, RTSN, 1))) void gemm_tiled(
       }
     }
   }
+}
+
+__kernel __attribute__((reqd_work_group_size(RTSM, RTSN, 1))) void gemm_tiled(
+    const int M, const int N, const int K, const float alpha, const float beta,
+    __global const float* restrict A, const int lda, __global const float* restrict B,
+    const int ldb, __global float* C, const int ldc) {
+  __local float Al[TSK * TSM];
+  __local float Bl[TSK * TSN];
+  gemm_tiled_body(M, N, K, alpha, beta, A, lda, B, ldb, C, ldc, Al, Bl);
+}
+
+// A batch of GEMMs of the same shape, one per group index b along the third dimension (used by
+// the OpenCL convolutions): A + a_off + b * sa, B + b_off + (b % gb) * sb, C + c_off + b * sc.
+__kernel __attribute__((reqd_work_group_size(RTSM, RTSN, 1))) void gemm_tiled_batched(
+    const int M, const int N, const int K, const float alpha, const float beta,
+    __global const float* restrict A, const long a_off, const int lda, const long sa,
+    __global const float* restrict B, const long b_off, const int ldb, const long sb, const int gb,
+    __global float* C, const long c_off, const int ldc, const long sc) {
+  __local float Al[TSK * TSM];
+  __local float Bl[TSK * TSN];
+  const long b = get_group_id(2);
+  gemm_tiled_body(M, N, K, alpha, beta, A + a_off + b * sa, lda, B + b_off + (b % gb) * sb, ldb,
+                  C + c_off + b * sc, ldc, Al, Bl);
 }
 
 // Out (cols x rows, leading dimension ldo) = X^T, X column-major rows x cols with leading

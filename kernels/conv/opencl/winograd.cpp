@@ -1,0 +1,94 @@
+// ocl/winograd_f2 and ocl/winograd_f4: Winograd F(2x2,3x3) / F(4x4,3x3) on OpenCL. Filters are
+// transformed on the host in prepare (fp64); per chunk of images, winograd.cl transforms the
+// input tiles, one gemm_tiled_batched launch multiplies over all (group, tile position) pairs,
+// and winograd.cl transforms the products back.
+#include <algorithm>
+#include <string>
+
+#include "kernels/conv/cpu/winograd_transforms.h"
+#include "kernels/conv/opencl/ocl_conv.h"
+
+namespace pb {
+namespace {
+
+template <int M>
+class ConvOclWinograd : public OclConv {
+  static constexpr int kA = M + 2, kA2 = kA * kA;
+  static constexpr int kWT = 64;  // WT in winograd.cl
+
+ public:
+  std::string name() const override { return "ocl/winograd_f" + std::to_string(M); }
+
+ protected:
+  Support supports_fwd(const ConvDesc& d) const override {
+    if (d.kh != 3 || d.kw != 3)
+      return Support::no("winograd needs a 3x3 kernel, got " + std::to_string(d.kh) + "x" +
+                         std::to_string(d.kw));
+    if (d.sh != 1 || d.sw != 1)
+      return Support::no("winograd needs stride 1, got " + std::to_string(d.sh) + "x" +
+                         std::to_string(d.sw));
+    if (d.dh != 0 || d.dw != 0) return Support::no("winograd needs dilation 0 (dense)");
+    return Support::yes();
+  }
+
+  void prepare_fwd(const Tensor& wei) override {
+    const ConvDesc& d = d_;
+    const int64_t icg = d.icg(), ocg = d.ocg();
+    // U[gi][pos][k][c] = (G w G^T)[pos] of filter (k, c) of group gi.
+    const auto& G = wino::Tables<M>::g;
+    std::vector<float> u(static_cast<size_t>(d.g * kA2 * ocg * icg));
+    for (int64_t gi = 0; gi < d.g; ++gi)
+      for (int64_t k = 0; k < ocg; ++k)
+        for (int64_t c = 0; c < icg; ++c) {
+          const float* w = wei.data() + ((gi * ocg + k) * icg + c) * 9;
+          double gw[kA][3];
+          for (int i = 0; i < kA; ++i)
+            for (int b = 0; b < 3; ++b)
+              gw[i][b] = G[i][0] * w[b] + G[i][1] * w[3 + b] + G[i][2] * w[6 + b];
+          for (int i = 0; i < kA; ++i)
+            for (int j = 0; j < kA; ++j) {
+              double s = gw[i][0] * G[j][0] + gw[i][1] * G[j][1] + gw[i][2] * G[j][2];
+              u[(((gi * kA2 + i * kA + j) * ocg + k) * icg + c)] = static_cast<float>(s);
+            }
+        }
+    wei_ = ocl::Buffer(u.size() * sizeof(float), CL_MEM_READ_ONLY);
+    wei_.upload(u.data(), wei_.bytes());
+
+    const int64_t th = (d.oh + M - 1) / M, tw = (d.ow + M - 1) / M, tiles = th * tw;
+    const size_t per_image = static_cast<size_t>(kA2 * tiles * std::max(d.ic, d.oc)) * 4;
+    const int64_t nb = std::clamp<int64_t>(kOclConvWorkspaceCap / per_image, 1, d.mb);
+    v_ = workspace(static_cast<size_t>(kA2 * tiles * d.ic * nb) * 4);
+    m_ = workspace(static_cast<size_t>(kA2 * tiles * d.oc * nb) * 4);
+    cl_program prog =
+        program("conv/winograd.cl", "-DWM=" + std::to_string(M) + " -DWT=" + std::to_string(kWT));
+    auto i = [](int64_t v) { return static_cast<cl_int>(v); };
+    for (int64_t n0 = 0; n0 < d.mb; n0 += nb) {
+      const int64_t T = std::min(nb, d.mb - n0) * tiles;
+      size_t local[3] = {kWT, 1, 1};
+      size_t gin[3] = {static_cast<size_t>(T), static_cast<size_t>(icg), static_cast<size_t>(d.g)};
+      add_step(prog, "wino_input", 3, gin, local)
+          .set_args(src_, static_cast<cl_long>(n0 * d.ic * d.ih * d.iw), v_, i(T), i(th), i(tw),
+                    i(d.ic), i(icg), i(d.ih), i(d.iw), i(d.ph), i(d.pw));
+      add_gemm({T, ocg, icg, &v_, 0, T, icg * T, &wei_, 0, icg, ocg * icg, d.g * kA2, &m_, 0, T,
+                ocg * T, d.g * kA2});
+      size_t gout[3] = {static_cast<size_t>(T), static_cast<size_t>(ocg), static_cast<size_t>(d.g)};
+      add_step(prog, "wino_output", 3, gout, local)
+          .set_args(m_, dst_, static_cast<cl_long>(n0 * d.oc * d.oh * d.ow), i(T), i(th), i(tw),
+                    i(d.oc), i(ocg), i(d.oh), i(d.ow));
+    }
+  }
+
+ private:
+  ocl::Buffer v_, m_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f2() {
+  return std::make_unique<ConvOclWinograd<2>>();
+}
+std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f4() {
+  return std::make_unique<ConvOclWinograd<4>>();
+}
+
+}  // namespace pb
