@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/core/error.h"
-#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/opencl/device_gemm.h"
 #include "kernels/opencl/runtime.h"
 
 namespace pb {
@@ -59,24 +59,13 @@ void check_status(clblast::StatusCode s, const char* call) {
     throw RuntimeError(std::string(call) + " failed: " + status_name(s));
 }
 
-class GemmClblast : public GemmImpl {
+class GemmClblast : public DeviceGemm {
  public:
   std::string name() const override { return "ocl/clblast"; }
 
-  Support supports(const GemmDesc& d, Dir dir) const override {
-    if (dir != Dir::fwd) return Support::no("GEMM has only the fwd direction");
-    return Support::yes();
-  }
-
   void prepare(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
-    d_ = d;
     queue_ = ocl::queue();
-    a_ = ocl::Buffer(static_cast<size_t>(d.a_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    b_ = ocl::Buffer(static_cast<size_t>(d.b_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    c_ = ocl::Buffer(static_cast<size_t>(d.c_size()) * sizeof(float), CL_MEM_READ_WRITE);
-    a_.upload(in[0]->data(), a_.bytes());
-    b_.upload(in[1]->data(), b_.bytes());
-    c_.upload(in[2]->data(), c_.bytes());
+    upload(d, in);
     // CLBlast would allocate its temporary (padded copies) inside every call: allocate it here.
     size_t temp = 0;
     check_status(
@@ -97,16 +86,6 @@ class GemmClblast : public GemmImpl {
   }
 
   void run() override { gemm(c_.get(), &event_); }
-  void sync() override { ocl::finish(); }
-
-  std::vector<Tensor> result() override {
-    Tensor c({d_.n, d_.ldc});
-    c_.download(c.data(), c_.bytes());
-    std::vector<Tensor> out;
-    out.push_back(std::move(c));
-    return out;
-  }
-
   size_t workspace_bytes() const override { return temp_.bytes(); }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
@@ -130,9 +109,8 @@ class GemmClblast : public GemmImpl {
                  "clblast::Gemm");
   }
 
-  GemmDesc d_;
   cl_command_queue queue_ = nullptr;
-  ocl::Buffer a_, b_, c_, temp_;
+  ocl::Buffer temp_;
   ocl::Event event_;
   double build_ms_ = 0;
 };

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/core/error.h"
-#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/opencl/device_gemm.h"
 #include "kernels/gemm/opencl/tiled_params.h"
 #include "kernels/opencl/runtime.h"
 
@@ -20,12 +20,12 @@ size_t round_up(int64_t x, int64_t to) {
   return static_cast<size_t>((x + to - 1) / to * to);
 }
 
-class GemmOclTiled : public GemmImpl {
+class GemmOclTiled : public DeviceGemm {
  public:
   std::string name() const override { return "ocl/tiled"; }
 
   Support supports(const GemmDesc& d, Dir dir) const override {
-    if (dir != Dir::fwd) return Support::no("GEMM has only the fwd direction");
+    if (Support s = DeviceGemm::supports(d, dir); !s) return s;
     const int64_t lim = std::numeric_limits<int>::max();
     if (d.m > lim || d.n > lim || d.k > lim || d.lda > lim || d.ldb > lim || d.ldc > lim)
       return Support::no("sizes and leading dimensions must fit in 32-bit int");
@@ -33,7 +33,6 @@ class GemmOclTiled : public GemmImpl {
   }
 
   void prepare(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
-    d_ = d;
     p_ = TiledParams::from_env();
     const ocl::DeviceInfo& dev = ocl::device_info();
     if (static_cast<size_t>(p_.rtsm() * p_.rtsn()) > dev.max_work_group_size)
@@ -44,20 +43,12 @@ class GemmOclTiled : public GemmImpl {
       throw InputError("PRIMBENCH_OCL_TILED", "tiles exceed the device's local memory");
     pretrans_ = d.ta && p_.pretrans;
     std::string opts = p_.options(d.ta && !pretrans_, d.tb);
-    bool hit = false;
-    ocl::program("gemm/tiled.cl", opts, &build_ms_, &hit);
-    cache_hit_ = hit;
-    cl_program prog = ocl::program("gemm/tiled.cl", opts);
+    cl_program prog = build_.load("gemm/tiled.cl", opts);
     kernel_ = ocl::Kernel(prog, "gemm_tiled");
-    a_ = ocl::Buffer(static_cast<size_t>(d.a_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    b_ = ocl::Buffer(static_cast<size_t>(d.b_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    c_ = ocl::Buffer(static_cast<size_t>(d.c_size()) * sizeof(float), CL_MEM_READ_WRITE);
-    a_.upload(in[0]->data(), a_.bytes());
-    b_.upload(in[1]->data(), b_.bytes());
-    c_.upload(in[2]->data(), c_.bytes());
+    upload(d, in);
     auto t0 = std::chrono::steady_clock::now();
     warm_up();
-    build_ms_ +=
+    build_.ms +=  // PoCL compiles at the first enqueue: part of the build
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (pretrans_) {
       // A is stored K x M; the GEMM reads its transpose At (M x K, ld M) from the workspace.
@@ -88,23 +79,12 @@ class GemmOclTiled : public GemmImpl {
     }
     kernel_.enqueue(2, global_, local_, &event_);
   }
-  void sync() override { ocl::finish(); }
-
-  std::vector<Tensor> result() override {
-    Tensor c({d_.n, d_.ldc});
-    c_.download(c.data(), c_.bytes());
-    std::vector<Tensor> out;
-    out.push_back(std::move(c));
-    return out;
-  }
-
   size_t workspace_bytes() const override { return at_.bytes(); }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
-    return {{"kernel_ms", event_.elapsed_ms() + tevent_.elapsed_ms()},
-            {"transpose_ms", tevent_.elapsed_ms()},
-            {"build_ms", build_ms_},  // program build or cache load + first-enqueue compile
-            {"cache_hit", cache_hit_ ? 1.0 : 0.0}};
+    auto c = build_.counters(event_.elapsed_ms() + tevent_.elapsed_ms());
+    c.emplace_back("transpose_ms", tevent_.elapsed_ms());
+    return c;
   }
 
  private:
@@ -128,15 +108,13 @@ class GemmOclTiled : public GemmImpl {
     ocl::finish();
   }
 
-  GemmDesc d_;
   TiledParams p_;
   bool pretrans_ = false;
   ocl::Kernel kernel_, transpose_;
-  ocl::Buffer a_, b_, c_, at_;
+  ocl::Buffer at_;
   ocl::Event event_, tevent_;
   size_t global_[2] = {1, 1}, local_[2] = {1, 1}, tglobal_[2] = {1, 1};
-  double build_ms_ = 0;
-  bool cache_hit_ = false;
+  ocl::BuildStats build_;
 };
 
 }  // namespace

@@ -104,7 +104,6 @@ class RnnOnednn : public RnnImpl {
     memory::desc wi_any({1, 1, H, G, H}, dt::f32, tag::any);
     const bool lstm = d.cell == Cell::lstm;
     const memory::desc none;
-    const memory::desc c_md = lstm ? iter_md : none;
 
     size_t k = 0;
     memory x = user(src_layer_md, in[k++]);
