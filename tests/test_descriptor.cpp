@@ -88,3 +88,16 @@ TEST(DescriptorSmoke, TokenizerPositions) {
 
 }  // namespace
 }  // namespace pb
+
+namespace pb {
+namespace {
+
+// A value of -1 is a given (bad) value, not "omitted".
+TEST(DescriptorSmoke, MinusOneIsNotOmitted) {
+  expect_bad("m-1n4k4", "field m");
+  expect_bad("m4n-1k4", "field n");
+  expect_bad("m4n4k4lda-1", "lda");
+}
+
+}  // namespace
+}  // namespace pb

@@ -119,19 +119,19 @@ void FieldReader::read() {
 
 bool FieldReader::has(const std::string& key) const {
   auto i = ints_.find(key);
-  if (i != ints_.end()) return i->second != -1;
+  if (i != ints_.end()) return i->second.has_value();
   auto d = numbers_.find(key);
-  return d != numbers_.end() && d->second != NAN_MARK;
+  return d != numbers_.end() && d->second.has_value();
 }
 
 int64_t FieldReader::get(const std::string& key, int64_t fallback) const {
   auto i = ints_.find(key);
-  return (i == ints_.end() || i->second == -1) ? fallback : i->second;
+  return i == ints_.end() ? fallback : i->second.value_or(fallback);
 }
 
 double FieldReader::number(const std::string& key, double fallback) const {
   auto d = numbers_.find(key);
-  return (d == numbers_.end() || d->second == NAN_MARK) ? fallback : d->second;
+  return d == numbers_.end() ? fallback : d->second.value_or(fallback);
 }
 
 bool FieldReader::flag(const std::string& flag) const {

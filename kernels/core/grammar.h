@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,9 @@ class FieldReader {
  public:
   FieldReader(std::string what, std::string text)
       : what_(std::move(what)), text_(std::move(text)) {}
-  // Declares an integer field; returns a pointer filled by read(), -1 meaning "not given".
-  void allow_int(const std::string& key) { ints_[key] = -1; }
-  void allow_number(const std::string& key) { numbers_[key] = NAN_MARK; }
+  // Declares an integer field (read() fills it; has() says whether it was given).
+  void allow_int(const std::string& key) { ints_[key] = std::nullopt; }
+  void allow_number(const std::string& key) { numbers_[key] = std::nullopt; }
   void allow_flag(const std::string& flag) { flags_[flag] = false; }
   // Consumes every token; the name is the `n"..."` string.
   void read();
@@ -45,10 +46,9 @@ class FieldReader {
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
 
  private:
-  static constexpr double NAN_MARK = -1.2345e300;
   std::string what_, text_, name_;
-  std::map<std::string, int64_t> ints_;
-  std::map<std::string, double> numbers_;
+  std::map<std::string, std::optional<int64_t>> ints_;
+  std::map<std::string, std::optional<double>> numbers_;
   std::map<std::string, bool> flags_;
 };
 
