@@ -55,6 +55,25 @@ void check_tile_algebra() {
       }
 }
 
+// The 1-D kernels (shared subexpressions) compute exactly the tables' B^T and A^T.
+template <int M>
+void check_kernels_match_tables() {
+  constexpr int A = wino::Tables<M>::alpha;
+  for (int e = 0; e < A; ++e) {
+    wino::Vec d[A] = {}, r[A], y[M];
+    d[e] = wino::Vec{} + 1.0f;
+    wino::Kernel1d<M>::in(d, r);
+    for (int k = 0; k < A; ++k) EXPECT_EQ(r[k][0], wino::Tables<M>::bt[k][e]) << M << k << e;
+    wino::Kernel1d<M>::out(d, y);
+    for (int k = 0; k < M; ++k) EXPECT_EQ(y[k][0], wino::Tables<M>::at[k][e]) << M << k << e;
+  }
+}
+
+TEST(ConvFastSmoke, conv_winograd_1d_kernels_match_tables) {
+  check_kernels_match_tables<2>();
+  check_kernels_match_tables<4>();
+}
+
 TEST(ConvFastSmoke, conv_winograd_f2_transforms_reproduce_correlation) {
   check_tile_algebra<2>();
 }

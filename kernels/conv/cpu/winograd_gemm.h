@@ -15,14 +15,20 @@ constexpr int kRows = 12;  // tiles per register block (broadcast operand)
 constexpr int kCols = 32;  // output channels per panel (two AVX-512 vectors)
 
 // c[r * cs + 0..kCols) = sum_i v[r * vs + i] * u[i * kCols + 0..kCols), r < kRows, i < k.
-inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int64_t cs,
-                       int64_t k) {
+// With kPrefetch, the next panel (k x kCols at pf) is fetched into L2 along the way.
+template <bool kPrefetch = false>
+inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int64_t cs, int64_t k,
+                       const float* pf = nullptr) {
 #if defined(__AVX512F__)
   __m512 acc[kRows][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t i = 0; i < k; ++i) {
     const __m512 b0 = _mm512_load_ps(u + i * kCols), b1 = _mm512_load_ps(u + i * kCols + 16);
+    if (kPrefetch) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf + i * kCols), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(pf + i * kCols + 16), _MM_HINT_T1);
+    }
 #pragma GCC unroll 12
     for (int r = 0; r < kRows; ++r) {
       const __m512 a = _mm512_set1_ps(v[r * vs + i]);
@@ -36,6 +42,7 @@ inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int
     _mm512_store_ps(c + r * cs + 16, acc[r][1]);
   }
 #else
+  (void)pf;
   float acc[kRows][kCols] = {};
   for (int64_t i = 0; i < k; ++i)
     for (int r = 0; r < kRows; ++r) {

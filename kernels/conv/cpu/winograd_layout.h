@@ -1,13 +1,19 @@
 // Data movement of the Winograd engine: a 16 x 16 fp32 transpose, used to turn NCHW source rows
-// into channel-interleaved pixels and channel-interleaved output tiles back into NCHW rows.
+// into channel-interleaved pixels and channel-interleaved output tiles back into NCHW rows, and a
+// streaming copy for output rows that will not be read again soon.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+
+// GCC 12 reports _mm512_undefined_ps inside the shuffle intrinsics as maybe uninitialised.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace pb {
 namespace wino {
@@ -57,5 +63,55 @@ inline void interleave16(const float* src, int64_t ss, int nc, int nx, float* ds
   std::memcpy(dst, out[0], nx * 16 * sizeof(float));
 }
 
+// A 4 x 4 output tile of 16 channels, t[(i * 4 + j) * 16 + o], -> rows y[(o * 4 + i) * ys + j]:
+// per row i, a 4 x 16 transpose in registers, each 128-bit lane stored as one channel's row.
+inline void scatter4x4(const float* t, float* y, int64_t ys) {
+#if defined(__AVX512F__)
+  for (int i = 0; i < 4; ++i) {
+    const float* r = t + i * 64;
+    const __m512 a = _mm512_loadu_ps(r), b = _mm512_loadu_ps(r + 16), c = _mm512_loadu_ps(r + 32),
+                 d = _mm512_loadu_ps(r + 48);
+    const __m512 t0 = _mm512_unpacklo_ps(a, b), t1 = _mm512_unpackhi_ps(a, b),
+                 t2 = _mm512_unpacklo_ps(c, d), t3 = _mm512_unpackhi_ps(c, d);
+    // u[k], 128-bit lane L: channel 4L + k.
+    const __m512 u[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xEE),
+                         _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xEE)};
+    float* q = y + i * ys;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      _mm_storeu_ps(q + (k * 4) * ys, _mm512_castps512_ps128(u[k]));
+      _mm_storeu_ps(q + (16 + k * 4) * ys, _mm512_extractf32x4_ps(u[k], 1));
+      _mm_storeu_ps(q + (32 + k * 4) * ys, _mm512_extractf32x4_ps(u[k], 2));
+      _mm_storeu_ps(q + (48 + k * 4) * ys, _mm512_extractf32x4_ps(u[k], 3));
+    }
+  }
+#else
+  for (int o = 0; o < 16; ++o)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) y[(o * 4 + i) * ys + j] = t[(i * 4 + j) * 16 + o];
+#endif
+}
+
+// dst[0..n) = src[0..n) with non-temporal stores where dst is 64-byte aligned (no read for
+// ownership of lines that are overwritten whole). Call stream_fence() before others read dst.
+inline void stream_copy(float* dst, const float* src, int64_t n) {
+#if defined(__AVX512F__)
+  int64_t i = std::min<int64_t>(n, int64_t((-reinterpret_cast<uintptr_t>(dst) & 63) / 4));
+  std::memcpy(dst, src, i * sizeof(float));
+  for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+  std::memcpy(dst + i, src + i, (n - i) * sizeof(float));
+#else
+  std::memcpy(dst, src, n * sizeof(float));
+#endif
+}
+
+inline void stream_fence() {
+#if defined(__AVX512F__)
+  _mm_sfence();
+#endif
+}
+
 }  // namespace wino
 }  // namespace pb
+
+#pragma GCC diagnostic pop

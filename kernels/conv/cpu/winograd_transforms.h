@@ -1,5 +1,5 @@
 // Winograd F(m x m, 3 x 3) transform matrices (Lavin & Gray 2015) and the transforms themselves,
-// vectorised across kLanes tiles at once. Shared by F(2x2,3x3) and F(4x4,3x3).
+// vectorised across kLanes independent lanes (channels). Shared by F(2x2,3x3) and F(4x4,3x3).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,10 @@
 namespace pb {
 namespace wino {
 
-constexpr int kLanes = 16;  // tiles transformed together (one AVX-512 vector of fp32)
+constexpr int kLanes = 16;  // lanes transformed together (one AVX-512 vector of fp32)
 
-// Tables for output tile m and kernel 3: alpha = m + 2 points. Row-major.
+// Tables for output tile m and kernel 3: alpha = m + 2 points. Row-major. bt and at define the
+// transforms (Kernel1d below computes them; a test checks that they agree).
 //   bt: alpha x alpha (input transform B^T), g: alpha x 3 (filter transform G, in double:
 //   applied once in prepare()),
 //   at: m x alpha (output transform A^T).
@@ -54,46 +55,69 @@ inline void vstore(float* p, Vec v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
 
-// out[r][c][l] = sum_{i,j} L[r][i] * in[i][j][l] * L[c][j], for R x N matrix L (row-major), on
-// kLanes lanes; entry (i, j) of in starts at in + i * irs + j * ics, entry (r, c) of out at
-// out + r * ors + c * ocs (kLanes contiguous floats each). Fully unrolled so that the table
-// entries are compile-time constants (zero terms vanish, +-1 become adds), one row of L * in at a
-// time so that it stays in registers: out[r][.] = (L in)[r][.] L^T.
-template <int R, int N>
-inline void sandwich(const float (&L)[R][N], const float* in, int64_t irs, int64_t ics, float* out,
-                     int64_t ors, int64_t ocs) {
-  Vec d[N][N];
-#pragma GCC unroll 8
-  for (int i = 0; i < N; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < N; ++j) d[i][j] = vload(in + i * irs + j * ics);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    Vec t[N];
-#pragma GCC unroll 8
-    for (int j = 0; j < N; ++j) {
-      t[j] = Vec{};
-#pragma GCC unroll 8
-      for (int i = 0; i < N; ++i)
-        if (L[r][i] != 0) t[j] += L[r][i] * d[i][j];
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < R; ++c) {
-      Vec o = Vec{};
-#pragma GCC unroll 8
-      for (int j = 0; j < N; ++j)
-        if (L[c][j] != 0) o += L[c][j] * t[j];
-      vstore(out + r * ors + c * ocs, o);
-    }
+// The 1-D transforms of the tables with their common subexpressions shared (about half the
+// operations of a plain matrix product): in: r = B^T d (alpha -> alpha), out: y = A^T m
+// (alpha -> m).
+template <int M>
+struct Kernel1d;
+
+template <>
+struct Kernel1d<2> {
+  static void in(const Vec* d, Vec* r) {
+    r[0] = d[0] - d[2];
+    r[1] = d[1] + d[2];
+    r[2] = d[2] - d[1];
+    r[3] = d[1] - d[3];
   }
-}
+  static void out(const Vec* m, Vec* y) {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
+  }
+};
+
+template <>
+struct Kernel1d<4> {
+  static void in(const Vec* d, Vec* r) {
+    const Vec t5 = d[4] - d[2], t6 = d[3] - d[1];
+    r[0] = 4.f * d[0] - 5.f * d[2] + d[4];
+    r[1] = (d[3] + d[4]) - 4.f * (d[1] + d[2]);
+    r[2] = (d[4] - d[3]) + 4.f * (d[1] - d[2]);
+    r[3] = t5 + 2.f * t6;
+    r[4] = t5 - 2.f * t6;
+    r[5] = 4.f * d[1] - 5.f * d[3] + d[5];
+  }
+  static void out(const Vec* m, Vec* y) {
+    const Vec a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], e = m[3] - m[4];
+    y[0] = m[0] + a + c;
+    y[1] = b + 2.f * e;
+    y[2] = a + 4.f * c;
+    y[3] = b + 8.f * e + m[5];
+  }
+};
 
 // Input tile (alpha x alpha values of kLanes lanes; row i, column j at d + i * rs + j * cs) ->
-// B^T d B, entry p = i * alpha + j at v + p * os.
+// B^T d B, entry p = i * alpha + j at v + p * os. Rows first, then columns.
 template <int M>
-inline void input_transform(const float* d, int64_t rs, int64_t cs, float* v, int64_t os) {
+inline void input_transform(const float* __restrict d, int64_t rs, int64_t cs, float* __restrict v,
+                            int64_t os) {
   constexpr int A = Tables<M>::alpha;
-  sandwich(Tables<M>::bt, d, rs, cs, v, A * os, os);
+  Vec t[A][A];  // t[k][i] = (d B)[i][k]
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i) {
+    Vec row[A], r[A];
+#pragma GCC unroll 8
+    for (int j = 0; j < A; ++j) row[j] = vload(d + i * rs + j * cs);
+    Kernel1d<M>::in(row, r);
+#pragma GCC unroll 8
+    for (int k = 0; k < A; ++k) t[k][i] = r[k];
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < A; ++k) {
+    Vec r[A];
+    Kernel1d<M>::in(t[k], r);
+#pragma GCC unroll 8
+    for (int q = 0; q < A; ++q) vstore(v + (q * A + k) * os, r[q]);
+  }
 }
 template <int M>
 inline void input_transform(const float* d, float* v) {
@@ -103,9 +127,25 @@ inline void input_transform(const float* d, float* v) {
 
 // Product tile (alpha x alpha entries is floats apart) -> A^T p A (m x m x kLanes, contiguous).
 template <int M>
-inline void output_transform(const float* p, float* y, int64_t is = kLanes) {
+inline void output_transform(const float* __restrict p, float* __restrict y, int64_t is = kLanes) {
   constexpr int A = Tables<M>::alpha;
-  sandwich(Tables<M>::at, p, A * is, is, y, M * kLanes, kLanes);
+  Vec t[M][A];  // t[j][i] = (p A)[i][j]
+#pragma GCC unroll 8
+  for (int i = 0; i < A; ++i) {
+    Vec row[A], r[M];
+#pragma GCC unroll 8
+    for (int j = 0; j < A; ++j) row[j] = vload(p + (i * A + j) * is);
+    Kernel1d<M>::out(row, r);
+#pragma GCC unroll 8
+    for (int j = 0; j < M; ++j) t[j][i] = r[j];
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < M; ++j) {
+    Vec r[M];
+    Kernel1d<M>::out(t[j], r);
+#pragma GCC unroll 8
+    for (int q = 0; q < M; ++q) vstore(y + (q * M + j) * kLanes, r[q]);
+  }
 }
 
 // One 3x3 filter w (row-major) -> G w G^T (alpha x alpha, row-major), in double then rounded.
