@@ -54,4 +54,8 @@ std::string case_name(const ConfCase& c) {
   return s;
 }
 
+void PrintTo(const ConfCase& c, std::ostream* os) {
+  *os << c.prim << " " << c.desc << " " << dir_str(c.dir) << " " << c.impl;
+}
+
 }  // namespace pb::test

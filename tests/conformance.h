@@ -2,6 +2,7 @@
 // x direction x implementation, with shapes scaled only where the reference would be too slow.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,7 @@ constexpr double kTestRefFlops = 3e7;
 
 std::vector<ConfCase> conformance_cases();
 std::string case_name(const ConfCase& c);  // gtest-safe: letters, digits, '_'
+// gtest's printer: "<prim> <descriptor> <dir> <impl>" (shown by --gtest_list_tests).
+void PrintTo(const ConfCase& c, std::ostream* os);
 
 }  // namespace pb::test

@@ -25,7 +25,11 @@ const std::vector<Row> kTable = {
     {"conv", "*", 0, 2e-5,
      "direct, im2col+GEMM and oneDNN's direct/GEMM kernels only add exact products: integer "
      "inputs with |partial sums| < 2^24 are exact in any order; arbitrary data: ~sqrt(K)*eps, "
-     "K = icg*kh*kw"},
+     "K = icg*kh*kw (fwd), ocg*kh*kw (bwd_d), mb*oh*ow (bwd_w). The fill range shrinks with "
+     "the direction's K (ConvTraits::sum_terms) so every set is exact at batch 16 (bwd_w K <= "
+     "802816, range 3); past 2^23 terms (bwd_w at batch >= ~170 on 224x224) the data are not "
+     "exact and this general bound applies: our bwd_w sums <= 1024 pixels per chunk in "
+     "registers, then chunk totals, which keeps the growth well below sqrt(K)*eps"},
     {"conv", "cpu/winograd_f2", 1e-6, 2e-5,
      "F(2x2,3x3): transforms use 0, +-1, +-1/2, so integer data give quarter-integer products; "
      "exact while sums stay below 2^22, which the conformance fill (|sum| < 2^23 for direct) "

@@ -3,28 +3,23 @@
 // channels, OpenMP over (image, group, oc-block, output row). run() first copies the input
 // (timed) to [n][ih][ic][padded row], each row split into stride phases: the inner loop then
 // reads unit-stride rows with no edge tests, and a tile's channels lie close together in
-// memory (as in a blocked layout). Rows outside the image are skipped.
+// memory (as in a blocked layout). Rows outside the image are skipped. bwd_d and bwd_w are
+// dispatched to direct_bwd_data.cpp and direct_bwd_weights.cpp.
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
 
+#include "kernels/conv/cpu/direct_common.h"
 #include "kernels/conv/cpu/host_conv.h"
 
 namespace pb {
 
 namespace {
 
-using vf = float __attribute__((vector_size(64), aligned(64)));
-
-inline vf load(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store(float* p, vf v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using direct::load;
+using direct::store;
+using direct::vf;
 
 // Shape facts the kernel needs, fixed in prepare().
 struct Plan {
@@ -79,35 +74,30 @@ constexpr std::array<TileFn, sizeof...(I)> tiles(std::index_sequence<I...>) {
 const std::array<TileFn, kMaxJ> kTiles1 = tiles<1>(std::make_index_sequence<kMaxJ>());
 const std::array<TileFn, kMaxJ> kTiles2 = tiles<2>(std::make_index_sequence<kMaxJ>());
 
-// Tile width: the J <= min(kMaxJ, ow) covering ow with the fewest computed columns (the last
-// tile overlaps the previous one instead of running past the row), larger J on ties.
-int pick_j(int64_t ow) {
-  int best = 1;
-  int64_t best_cost = ow;
-  for (int j = 2; j <= std::min<int64_t>(kMaxJ, ow); ++j) {
-    int64_t cost = (ow + j - 1) / j * j;
-    if (cost <= best_cost) best = j, best_cost = cost;
-  }
-  return best;
-}
-
 class DirectConv : public HostConv {
  public:
   std::string name() const override { return "cpu/direct"; }
-  size_t workspace_bytes() const override { return (wp_.size() + in_.size()) * sizeof(float); }
+  size_t workspace_bytes() const override {
+    return (wp_.size() + in_.size()) * sizeof(float) + bwd_d_.workspace_bytes() +
+           bwd_w_.workspace_bytes();
+  }
 
  protected:
   Support supports_fwd(const ConvDesc& d) const override {
     if (d.kh > 11 || d.kw > 11) return Support::no("cpu/direct handles kernels up to 11x11");
     return Support::yes();
   }
+  Support supports_bwd_d(const ConvDesc& d) const override { return supports_fwd(d); }
+  Support supports_bwd_w(const ConvDesc& d) const override { return supports_fwd(d); }
 
   void prepare_more() override {
     const ConvDesc& d = d_;
+    if (dir_ == Dir::bwd_d) return bwd_d_.prepare(d, *wei_);
+    if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d);
     // 32 channels per tile unless 16 divides the group's channels and 32 does not.
-    v_ = d.ocg() >= 32 && !(d.ocg() % 32 != 0 && d.ocg() % 16 == 0) ? 2 : 1;
+    v_ = direct::pick_v(d.ocg());
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
-    j_ = pick_j(d.ow);
+    j_ = direct::pick_j(d.ow, kMaxJ);
     repack_weights();
     Plan& p = plan_;
     p.icg = d.icg(), p.kh = d.kh, p.kw = d.kw, p.ih = d.ih, p.sh = d.sh, p.ph = d.ph;
@@ -128,6 +118,8 @@ class DirectConv : public HostConv {
   }
 
   void run() override {
+    if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, dst_);
+    if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     const ConvDesc& d = d_;
     const float* in = copy_input();
     const TileFn fn = (v_ == 2 ? kTiles2 : kTiles1)[j_ - 1];
@@ -198,6 +190,8 @@ class DirectConv : public HostConv {
   int v_ = 1, j_ = 1;
   int64_t nb_ = 1;
   std::vector<float> wp_, in_;
+  direct::BwdData bwd_d_;
+  direct::BwdWeights bwd_w_;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Shared base of the host-memory convolution implementations: keeps the inputs, owns the output
-// and answers supports() for the forward direction (backward ones come with the backward issue).
+// Shared base of the host-memory convolution implementations: keeps the inputs of the direction,
+// owns its output and dispatches supports() per direction (fwd unless an impl says otherwise).
 #pragma once
 
 #include <vector>
@@ -11,15 +11,33 @@ namespace pb {
 class HostConv : public ConvImpl {
  public:
   Support supports(const ConvDesc& d, Dir dir) const override {
-    if (dir != Dir::fwd) return Support::no(name() + " runs fwd only (backward: a later issue)");
-    return supports_fwd(d);
+    switch (dir) {
+      case Dir::fwd:
+        return supports_fwd(d);
+      case Dir::bwd_d:
+        return supports_bwd_d(d);
+      case Dir::bwd_w:
+        return supports_bwd_w(d);
+      default:
+        return Support::no(name() + " runs fwd, bwd_d or bwd_w separately");
+    }
   }
-  // Inputs {src, wei}; output dst (NCHW).
-  void prepare(const ConvDesc& d, Dir, const std::vector<const Tensor*>& in) override {
+  // Inputs per direction (conv.h): fwd {src, wei}, bwd_d {diff_dst, wei}, bwd_w {src, diff_dst};
+  // the output dst_ is dst, diff_src or diff_wei (NCHW / goihw).
+  void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
-    src_ = in[0];
-    wei_ = in[1];
-    dst_ = Tensor(d.dst_dims());
+    dir_ = dir;
+    src_ = wei_ = diff_dst_ = nullptr;
+    if (dir == Dir::bwd_d) {
+      diff_dst_ = in[0], wei_ = in[1];
+      dst_ = Tensor(d.src_dims());
+    } else if (dir == Dir::bwd_w) {
+      src_ = in[0], diff_dst_ = in[1];
+      dst_ = Tensor(d.wei_dims());
+    } else {
+      src_ = in[0], wei_ = in[1];
+      dst_ = Tensor(d.dst_dims());
+    }
     prepare_more();
   }
   std::vector<Tensor> result() override {
@@ -30,11 +48,19 @@ class HostConv : public ConvImpl {
 
  protected:
   virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
+  virtual Support supports_bwd_d(const ConvDesc&) const {
+    return Support::no(name() + " runs fwd only (no bwd_d yet)");
+  }
+  virtual Support supports_bwd_w(const ConvDesc&) const {
+    return Support::no(name() + " runs fwd only (no bwd_w yet)");
+  }
   virtual void prepare_more() {}
   ConvDesc d_;
-  const Tensor* src_ = nullptr;
-  const Tensor* wei_ = nullptr;
-  Tensor dst_;
+  Dir dir_ = Dir::fwd;
+  const Tensor* src_ = nullptr;       // fwd, bwd_w
+  const Tensor* wei_ = nullptr;       // fwd, bwd_d
+  const Tensor* diff_dst_ = nullptr;  // bwd_d, bwd_w
+  Tensor dst_;                        // the direction's output: dst, diff_src or diff_wei
 };
 
 }  // namespace pb

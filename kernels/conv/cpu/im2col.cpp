@@ -4,59 +4,49 @@
 // convolutions of large images skip the copy: the image is the matrix. With at least as many
 // images as threads, each OpenMP thread runs whole chunks with a single-threaded sgemm (no
 // hand-over between OpenMP and OpenBLAS threads, column buffer private and cache-warm);
-// otherwise the copy is parallel and sgemm uses OpenBLAS's threads.
-#include <cblas.h>
-
+// otherwise the copy is parallel and sgemm uses OpenBLAS's threads. bwd_d and bwd_w are in
+// im2col_bwd.cpp, the column copies in im2col_cols.cpp.
 #include <algorithm>
 #include <cstring>
 
 #include <omp.h>
 
 #include "kernels/conv/cpu/host_conv.h"
+#include "kernels/conv/cpu/im2col_cols.h"
 #include "kernels/core/threads.h"
 
 namespace pb {
 
 namespace {
 
-constexpr int64_t kWideN = 1024;           // columns per sgemm that keep it efficient
-constexpr int64_t kColBytes = 64ll << 20;  // column buffer budget
-
-void sgemm_rm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, int64_t ldb,
-              float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(k), b, static_cast<int>(ldb), 0.0f, c,
-              static_cast<int>(ldc));
-}
-
 class Im2colConv : public HostConv {
  public:
   std::string name() const override { return "cpu/im2col"; }
-  size_t workspace_bytes() const override { return (col_.size() + tmp_.size()) * sizeof(float); }
+  size_t workspace_bytes() const override {
+    return (col_.size() + tmp_.size()) * sizeof(float) + bwd_d_.workspace_bytes() +
+           bwd_w_.workspace_bytes();
+  }
 
  protected:
+  Support supports_bwd_d(const ConvDesc&) const override { return Support::yes(); }
+  Support supports_bwd_w(const ConvDesc&) const override { return Support::yes(); }
+
   void prepare_more() override {
     const ConvDesc& d = d_;
+    if (dir_ == Dir::bwd_d) return bwd_d_.prepare(d);
+    if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d);
     const int64_t ohw = d.oh * d.ow, k = d.icg() * d.kh * d.kw;
-    const bool pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 &&
-                           d.pw == 0 && d.pad_b() == 0 && d.pad_r() == 0;
-    // A 1x1 image needs no copy: per-image sgemms straight from the image when it is not tiny.
-    wide_ = ohw >= (pointwise ? kWideN / 4 : kWideN);
-    // Images per chunk: enough columns for one wide sgemm, or as many as the buffer budget
-    // allows when every image gets its own sgemm (fewer OpenMP/OpenBLAS hand-overs).
-    nb_ = wide_ ? std::max<int64_t>(1, kColBytes / (4 * k * ohw))
-                : std::max<int64_t>(1, (kWideN + ohw - 1) / ohw);
-    nb_ = std::min(nb_, d.mb);
-    no_copy_ = wide_ && pointwise;
-    threads_ = omp_get_max_threads();
-    per_thread_ = threads_ > 1 && d.mb >= threads_;
-    if (per_thread_) nb_ = wide_ ? 1 : std::min(nb_, (d.mb + threads_ - 1) / threads_);
+    const im2col::Chunking c = im2col::plan_chunks(d);
+    nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
+    per_thread_ = c.per_thread;
     const int64_t copies = per_thread_ ? threads_ : 1;
     col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * nb_ * ohw), 0.0f);
     tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * nb_ * ohw), 0.0f);
   }
 
   void run() override {
+    if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
+    if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
     if (!per_thread_) {
       for (int64_t c = 0; c < chunks; ++c) chunk(c * nb_, col_.data(), tmp_.data(), true);
@@ -81,67 +71,26 @@ class Im2colConv : public HostConv {
     for (int64_t gi = 0; gi < d.g; ++gi) {
       const float* img = src_->data() + (n0 * d.ic + gi * d.icg()) * ihw;
       const float* a = wei_->data() + gi * d.ocg() * k;
-      if (!no_copy_) im2col(img, nb, ncol, col, par);
+      if (!no_copy_) im2col::im2col(d, img, nb, ncol, col, par);
       if (wide_) {
         for (int64_t i = 0; i < nb; ++i) {
           const float* b = no_copy_ ? img + i * d.ic * ihw : col + i * ohw;
-          sgemm_rm(d.ocg(), ohw, k, a, b, no_copy_ ? ohw : ncol,
-                   dst_.data() + ((n0 + i) * d.oc + gi * d.ocg()) * ohw, ohw);
+          im2col::sgemm(false, false, d.ocg(), ohw, k, a, k, b, no_copy_ ? ohw : ncol, 0.0f,
+                        dst_.data() + ((n0 + i) * d.oc + gi * d.ocg()) * ohw, ohw);
         }
       } else {
-        sgemm_rm(d.ocg(), ncol, k, a, col, ncol, tmp, ncol);
-        scatter(n0, nb, gi, tmp, par);
+        im2col::sgemm(false, false, d.ocg(), ncol, k, a, k, col, ncol, 0.0f, tmp, ncol);
+        im2col::scatter(d, tmp, n0, nb, gi, dst_.data(), par);
       }
     }
-  }
-
-  // col[(c*kh + ky)*kw + kx][i*ohw + oy*ow + ox] = src(n0 + i, c, iy, ix) or 0 in the padding.
-  void im2col(const float* img, int64_t nb, int64_t ncol, float* col, bool par) {
-    const ConvDesc& d = d_;
-    const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int64_t i = 0; i < nb; ++i)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
-        const float* plane = img + (i * d.ic + c) * ihw;
-        float* out = col + r * ncol + i * ohw;
-        // Output columns whose input column is inside the image: [lo, hi).
-        const int64_t off = kx * (d.dw + 1) - d.pw;
-        const int64_t lo = std::min(d.ow, std::max<int64_t>(0, (-off + d.sw - 1) / d.sw));
-        const int64_t hi = std::max(lo, std::min(d.ow, (d.iw - off + d.sw - 1) / d.sw));
-        for (int64_t oy = 0; oy < d.oh; ++oy) {
-          float* o = out + oy * d.ow;
-          const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
-          if (iy < 0 || iy >= d.ih) {
-            std::fill(o, o + d.ow, 0.0f);
-            continue;
-          }
-          const float* s = plane + iy * d.iw;
-          std::fill(o, o + lo, 0.0f);
-          if (d.sw == 1)
-            std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(float));
-          else
-            for (int64_t ox = lo; ox < hi; ++ox) o[ox] = s[ox * d.sw + off];
-          std::fill(o + hi, o + d.ow, 0.0f);
-        }
-      }
-  }
-
-  // tmp[ocg][nb*ohw] -> dst(n0 + i, g*ocg + o, :, :).
-  void scatter(int64_t n0, int64_t nb, int64_t gi, const float* tmp, bool par) {
-    const ConvDesc& d = d_;
-    const int64_t ohw = d.oh * d.ow;
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int64_t i = 0; i < nb; ++i)
-      for (int64_t o = 0; o < d.ocg(); ++o)
-        std::memcpy(dst_.data() + ((n0 + i) * d.oc + gi * d.ocg() + o) * ohw,
-                    tmp + (o * nb + i) * ohw, ohw * sizeof(float));
   }
 
   int64_t nb_ = 1;
   int threads_ = 1;
   bool wide_ = false, no_copy_ = false, per_thread_ = false;
   std::vector<float> col_, tmp_;
+  im2col::BwdData bwd_d_;
+  im2col::BwdWeights bwd_w_;
 };
 
 }  // namespace

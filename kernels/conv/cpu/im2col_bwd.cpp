@@ -1,0 +1,141 @@
+// cpu/im2col backward. bwd_d: per (chunk of images, group) col = W_g^T (icg*kh*kw x ocg) x
+// diff_dst (ocg x images*pixels), then col2im; a 1x1 stride-1 unpadded layer of large images
+// writes the sgemm straight into diff_src. bwd_w: diff_wei_g = sum over chunks of
+// diff_dst (ocg x pixels) x col^T, the 1x1 case reading the image itself. As in the forward,
+// with at least as many images as threads each thread runs whole chunks with a single-threaded
+// sgemm; bwd_w then sums per-thread partial gradients in thread order. Chunks go to threads
+// statically, so the summation order is fixed: two runs give bitwise the same gradient.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/conv/cpu/im2col_cols.h"
+#include "kernels/core/threads.h"
+
+namespace pb::im2col {
+
+// --- backward data ---
+
+void BwdData::prepare(const ConvDesc& d) {
+  d_ = d;
+  Chunking c = plan_chunks(d);
+  nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
+  per_thread_ = c.per_thread;
+  const int64_t k = d.icg() * d.kh * d.kw, ncol = nb_ * d.oh * d.ow;
+  const int64_t copies = per_thread_ ? threads_ : 1;
+  col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * ncol), 0.0f);
+  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
+}
+
+void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
+                    bool par) const {
+  const ConvDesc& d = d_;
+  const int64_t ohw = d.oh * d.ow, ihw = d.ih * d.iw, k = d.icg() * d.kh * d.kw;
+  const int64_t nb = std::min(nb_, d.mb - n0), ncol = nb * ohw;
+  for (int64_t gi = 0; gi < d.g; ++gi) {
+    const float* a = w + gi * d.ocg() * k;  // W_g: ocg x k
+    float* img = ds + (n0 * d.ic + gi * d.icg()) * ihw;
+    if (wide_) {
+      for (int64_t i = 0; i < nb; ++i) {
+        const float* b = dd + ((n0 + i) * d.oc + gi * d.ocg()) * ohw;
+        if (no_copy_) {
+          sgemm(true, false, k, ohw, d.ocg(), a, k, b, ohw, 0.0f, img + i * d.ic * ihw, ohw);
+        } else {
+          sgemm(true, false, k, ohw, d.ocg(), a, k, b, ohw, 0.0f, col, ohw);
+          col2im(d, col, 1, ohw, img + i * d.ic * ihw, par);
+        }
+      }
+    } else {
+      gather(d, dd, n0, nb, gi, tmp, par);
+      sgemm(true, false, k, ncol, d.ocg(), a, k, tmp, ncol, 0.0f, col, ncol);
+      col2im(d, col, nb, ncol, img, par);
+    }
+  }
+}
+
+void BwdData::run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src) {
+  const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
+  if (!per_thread_) {
+    for (int64_t c = 0; c < chunks; ++c)
+      chunk(c * nb_, diff_dst.data(), wei.data(), diff_src.data(), col_.data(), tmp_.data(), true);
+    return;
+  }
+  SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
+  const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int t = omp_get_thread_num();
+    chunk(c * nb_, diff_dst.data(), wei.data(), diff_src.data(), col_.data() + t * col_len,
+          tmp_.data() + t * tmp_len, false);
+  }
+}
+
+// --- backward weights ---
+
+void BwdWeights::prepare(const ConvDesc& d) {
+  d_ = d;
+  Chunking c = plan_chunks(d);
+  nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
+  per_thread_ = c.per_thread;
+  const int64_t k = d.icg() * d.kh * d.kw, ncol = nb_ * d.oh * d.ow;
+  const int64_t copies = per_thread_ ? threads_ : 1;
+  col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * ncol), 0.0f);
+  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
+  part_.assign(per_thread_ ? static_cast<size_t>(threads_ * d.wei_size()) : 0, 0.0f);
+}
+
+// Adds (or, when `first`, writes) chunk n0's contribution to dw (g x ocg x k).
+void BwdWeights::chunk(int64_t n0, const float* src, const float* dd, float* dw, float* col,
+                       float* tmp, bool first, bool par) const {
+  const ConvDesc& d = d_;
+  const int64_t ohw = d.oh * d.ow, ihw = d.ih * d.iw, k = d.icg() * d.kh * d.kw;
+  const int64_t nb = std::min(nb_, d.mb - n0), ncol = nb * ohw;
+  for (int64_t gi = 0; gi < d.g; ++gi) {
+    float* c = dw + gi * d.ocg() * k;
+    const float* img = src + (n0 * d.ic + gi * d.icg()) * ihw;
+    if (wide_) {
+      for (int64_t i = 0; i < nb; ++i) {
+        const float* a = dd + ((n0 + i) * d.oc + gi * d.ocg()) * ohw;
+        const float* b = img + i * d.ic * ihw;
+        if (!no_copy_) im2col(d, b, 1, ohw, col, par), b = col;
+        sgemm(false, true, d.ocg(), k, ohw, a, ohw, b, ohw, first && i == 0 ? 0.0f : 1.0f, c, k);
+      }
+    } else {
+      gather(d, dd, n0, nb, gi, tmp, par);
+      im2col(d, img, nb, ncol, col, par);
+      sgemm(false, true, d.ocg(), k, ncol, tmp, ncol, col, ncol, first ? 0.0f : 1.0f, c, k);
+    }
+  }
+}
+
+void BwdWeights::run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei) {
+  const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
+  if (!per_thread_) {
+    for (int64_t c = 0; c < chunks; ++c)
+      chunk(c * nb_, src.data(), diff_dst.data(), diff_wei.data(), col_.data(), tmp_.data(), c == 0,
+            true);
+    return;
+  }
+  // Thread t sums chunks t, t + T, ... into its partial gradient (static: a fixed assignment).
+  SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
+  const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
+  const int64_t wsize = d_.wei_size();
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    float* part = part_.data() + t * wsize;
+    std::fill(part, part + wsize, 0.0f);
+    for (int64_t c = t; c < chunks; c += nt)
+      chunk(c * nb_, src.data(), diff_dst.data(), part, col_.data() + t * col_len,
+            tmp_.data() + t * tmp_len, false, false);
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < wsize; ++i) {
+      float s = part_[i];
+      for (int u = 1; u < nt; ++u) s += part_[u * wsize + i];
+      diff_wei.data()[i] = s;
+    }
+  }
+}
+
+}  // namespace pb::im2col

@@ -1,0 +1,136 @@
+// cpu/im2col's column copies (im2col, col2im), NCHW <-> chunk-matrix gathers and sgemm wrapper.
+#include "kernels/conv/cpu/im2col_cols.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <omp.h>
+
+namespace pb::im2col {
+
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+bool pointwise(const ConvDesc& d) {
+  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 &&
+         d.pad_b() == 0 && d.pad_r() == 0;
+}
+
+Chunking plan_chunks(const ConvDesc& d) {
+  constexpr int64_t kWideN = 1024;           // columns per sgemm that keep it efficient
+  constexpr int64_t kColBytes = 64ll << 20;  // column buffer budget
+  Chunking c;
+  const int64_t ohw = d.oh * d.ow, k = d.icg() * d.kh * d.kw;
+  c.wide = ohw >= (pointwise(d) ? kWideN / 4 : kWideN);
+  c.nb = c.wide ? std::max<int64_t>(1, kColBytes / (4 * k * ohw))
+                : std::max<int64_t>(1, (kWideN + ohw - 1) / ohw);
+  c.nb = std::min(c.nb, d.mb);
+  c.no_copy = c.wide && pointwise(d);
+  c.threads = omp_get_max_threads();
+  c.per_thread = c.threads > 1 && d.mb >= c.threads;
+  if (c.per_thread && c.wide) c.nb = 1;
+  if (c.per_thread && !c.wide) {
+    // Whole rounds of chunks: every thread gets as many chunks (16 images, 2 threads, 6 per
+    // chunk would give 10 images to one thread and 6 to the other; 4 per chunk gives 8 and 8).
+    const int64_t chunks = (d.mb + c.nb - 1) / c.nb;
+    const int64_t rounds = (chunks + c.threads - 1) / c.threads;
+    c.nb = (d.mb + rounds * c.threads - 1) / (rounds * c.threads);
+  }
+  return c;
+}
+
+namespace {
+// Output columns ox whose input column ox*sw + off lies inside the image: [lo, hi).
+void col_range(const ConvDesc& d, int64_t off, int64_t* lo, int64_t* hi) {
+  *lo = std::min(d.ow, std::max<int64_t>(0, (-off + d.sw - 1) / d.sw));
+  *hi = std::max(*lo, std::min(d.ow, (d.iw - off + d.sw - 1) / d.sw));
+}
+}  // namespace
+
+void im2col(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, float* col, bool par) {
+  const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
+      const float* plane = img + (i * d.ic + c) * ihw;
+      float* out = col + r * ncol + i * ohw;
+      const int64_t off = kx * (d.dw + 1) - d.pw;
+      int64_t lo, hi;
+      col_range(d, off, &lo, &hi);
+      for (int64_t oy = 0; oy < d.oh; ++oy) {
+        float* o = out + oy * d.ow;
+        const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+        if (iy < 0 || iy >= d.ih) {
+          std::fill(o, o + d.ow, 0.0f);
+          continue;
+        }
+        const float* s = plane + iy * d.iw;
+        std::fill(o, o + lo, 0.0f);
+        if (d.sw == 1)
+          std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(float));
+        else
+          for (int64_t ox = lo; ox < hi; ++ox) o[ox] = s[ox * d.sw + off];
+        std::fill(o + hi, o + d.ow, 0.0f);
+      }
+    }
+}
+
+void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par) {
+  const int64_t ihw = d.ih * d.iw, ohw = d.oh * d.ow;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t c = 0; c < d.icg(); ++c) {
+      float* plane = img + (i * d.ic + c) * ihw;
+      if (pointwise(d)) {  // one entry per pixel: a copy
+        std::memcpy(plane, col + c * ncol + i * ohw, ihw * sizeof(float));
+        continue;
+      }
+      std::fill(plane, plane + ihw, 0.0f);
+      for (int64_t ky = 0; ky < d.kh; ++ky)
+        for (int64_t kx = 0; kx < d.kw; ++kx) {
+          const float* in = col + ((c * d.kh + ky) * d.kw + kx) * ncol + i * ohw;
+          const int64_t off = kx * (d.dw + 1) - d.pw;
+          int64_t lo, hi;
+          col_range(d, off, &lo, &hi);
+          for (int64_t oy = 0; oy < d.oh; ++oy) {
+            const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+            if (iy < 0 || iy >= d.ih) continue;
+            float* o = plane + iy * d.iw + off;
+            const float* s = in + oy * d.ow;
+            if (d.sw == 1)
+              for (int64_t ox = lo; ox < hi; ++ox) o[ox] += s[ox];
+            else
+              for (int64_t ox = lo; ox < hi; ++ox) o[ox * d.sw] += s[ox];
+          }
+        }
+    }
+}
+
+void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,
+             bool par) {
+  const int64_t ohw = d.oh * d.ow;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t o = 0; o < d.ocg(); ++o)
+      std::memcpy(x + ((n0 + i) * d.oc + gi * d.ocg() + o) * ohw, t + (o * nb + i) * ohw,
+                  ohw * sizeof(float));
+}
+
+void gather(const ConvDesc& d, const float* x, int64_t n0, int64_t nb, int64_t gi, float* t,
+            bool par) {
+  const int64_t ohw = d.oh * d.ow;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t o = 0; o < d.ocg(); ++o)
+      std::memcpy(t + (o * nb + i) * ohw, x + ((n0 + i) * d.oc + gi * d.ocg() + o) * ohw,
+                  ohw * sizeof(float));
+}
+
+}  // namespace pb::im2col

@@ -1,0 +1,82 @@
+// Helpers of cpu/im2col shared by its three directions: the column buffer copies (im2col and
+// its adjoint col2im), gathers between NCHW and a chunk's [channel][image*pixel] matrix, the
+// sgemm wrapper, and the backward passes (im2col_bwd.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/conv/desc.h"
+#include "kernels/core/tensor.h"
+
+namespace pb::im2col {
+
+// Row-major sgemm: C = op(A) x op(B) + beta C, op = transpose when ta / tb.
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// col[(c*kh + ky)*kw + kx][i*ohw + oy*ow + ox] = img(i, c, iy, ix), 0 in the padding, for the
+// group's icg channels of nb images (`img` points at image 0's first channel of the group,
+// images ic*ih*iw apart). OpenMP-parallel when `par`.
+void im2col(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, float* col, bool par);
+// The adjoint: img(i, c, iy, ix) = sum of the col entries that im2col copies from it, in the
+// fixed order (ky, kx, oy, ox); overwrites the group's channels of the nb images.
+void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par);
+// t[o][i*ohw + p] <-> x(n0 + i, g*ocg + o, p) for the ocg channels of group gi (x: mb x oc x ohw).
+void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,
+             bool par);
+void gather(const ConvDesc& d, const float* x, int64_t n0, int64_t nb, int64_t gi, float* t,
+            bool par);
+
+// True for 1x1, stride 1, no padding: the image is its own column matrix.
+bool pointwise(const ConvDesc& d);
+
+// How the image batch is cut (shared by the three directions): a 1x1 stride-1 unpadded layer
+// needs no copy (the image is the matrix) when it is not tiny; large images get one sgemm each,
+// small ones are batched into wide sgemms (fewer OpenMP/OpenBLAS hand-overs); with at least as
+// many images as threads each thread runs whole chunks with a single-threaded sgemm.
+struct Chunking {
+  int64_t nb = 1;  // images per chunk
+  int threads = 1;
+  bool wide = false, no_copy = false, per_thread = false;
+};
+Chunking plan_chunks(const ConvDesc& d);
+
+// Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
+class BwdData {
+ public:
+  void prepare(const ConvDesc& d);
+  void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
+  size_t workspace_bytes() const { return (col_.size() + tmp_.size()) * sizeof(float); }
+
+ private:
+  void chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
+             bool par) const;
+  ConvDesc d_;
+  int64_t nb_ = 1;
+  int threads_ = 1;
+  bool wide_ = false, no_copy_ = false, per_thread_ = false;
+  std::vector<float> col_, tmp_;
+};
+
+// Backward weights: diff_wei_g += diff_dst x col^T per (chunk, group), chunks in a fixed order
+// (per thread, then the partial sums added in thread order).
+class BwdWeights {
+ public:
+  void prepare(const ConvDesc& d);
+  void run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei);
+  size_t workspace_bytes() const {
+    return (col_.size() + tmp_.size() + part_.size()) * sizeof(float);
+  }
+
+ private:
+  void chunk(int64_t n0, const float* src, const float* dd, float* dw, float* col, float* tmp,
+             bool first, bool par) const;
+  ConvDesc d_;
+  int64_t nb_ = 1;
+  int threads_ = 1;
+  bool wide_ = false, no_copy_ = false, per_thread_ = false;
+  std::vector<float> col_, tmp_, part_;
+};
+
+}  // namespace pb::im2col

@@ -1,0 +1,102 @@
+// Backward convolution tests beyond the conformance sweep: on real-valued data every CPU
+// implementation of bwd_d / bwd_w must give bitwise the same gradient on two runs after one
+// prepare (run() overwrites, never accumulates), at 1 and 2 threads alike, and stay within the
+// tolerance table's general bound of the fp64 reference.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/conv/conv.h"
+#include "kernels/core/check.h"
+#include "kernels/core/fill.h"
+#include "kernels/core/threads.h"
+#include "reference/conv.h"
+
+namespace pb {
+namespace {
+
+// Strides, groups, dilation, asymmetric padding, 1x1 (tiny and large images: the im2col
+// no-copy path), large images (one sgemm per image), ragged channel and register blocks.
+const char* kShapes[] = {
+    "mb4ic32ih12oc48kh3ph1",
+    "mb3g2ic16ih11iw9oc40kh3sh2ph1",
+    "mb4ic64ih7oc64kh1",
+    "mb3ic16ih40oc24kh1",
+    "mb2ic8ih36oc16kh3ph1",
+    "mb2ic5ih15oc20kh3ph2dh1",
+    "mb3ic7ih10oc33oh9kh3",
+    "mb2ic16ih13oc8kh1sh2",
+    "mb4ic3ih30oc16kh7sh2ph3",
+    // cpu/direct's 1x1 inner-product path (>= 784 output pixels): strided, grouped, end rows.
+    "mb2ic8ih58oc16kh1sh2",
+    "mb2g2ic8ih30oc12kh1",
+    "mb2ic5ih31iw60oc7kh1sw2",
+};
+
+bool is_cpu(const std::string& name) {
+  return name.rfind("cpu/", 0) == 0 || name.rfind("onednn/", 0) == 0;
+}
+
+std::vector<float> run_once(ConvImpl& impl) {
+  impl.run();
+  impl.sync();
+  std::vector<Tensor> out = impl.result();
+  EXPECT_EQ(out.size(), 1u);
+  return std::vector<float>(out[0].data(), out[0].data() + out[0].size());
+}
+
+void check_dir(Dir dir) {
+  const int saved_threads = threads();
+  int tested = 0;
+  for (const char* text : kShapes) {
+    ConvDesc d = ConvDesc::parse(text);
+    Tensor a(dir == Dir::bwd_d ? d.dst_dims() : d.src_dims());
+    Tensor b(dir == Dir::bwd_d ? d.wei_dims() : d.dst_dims());
+    fill_uniform(a, 11, -1, 1);
+    fill_uniform(b, 12, -1, 1);
+    Tensor64 ref = dir == Dir::bwd_d ? ref::conv_bwd_d(d, a, b) : ref::conv_bwd_w(d, a, b);
+    for (const auto& e : conv_registry()) {
+      if (!is_cpu(e.name) || !e.unavailable().empty()) continue;
+      auto impl = e.make();
+      if (!impl->supports(d, dir)) continue;
+      SCOPED_TRACE(e.name + " " + dir_str(dir) + " " + text);
+      std::vector<std::vector<float>> outs;
+      for (int threads : {2, 1}) {
+        set_threads(threads);
+        impl = e.make();
+        impl->prepare(d, dir, {&a, &b});
+        outs.push_back(run_once(*impl));
+        outs.push_back(run_once(*impl));
+      }
+      set_threads(saved_threads);
+      ++tested;
+      ASSERT_EQ(outs[0].size(), static_cast<size_t>(ref.size()));
+      EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)))
+          << "two runs differ";
+      // Our own kernels fix the order of every sum, whatever the thread count.
+      if (e.name.rfind("cpu/direct", 0) == 0) {
+        EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[2].data(), outs[0].size() * sizeof(float)))
+            << "1 and 2 threads differ";
+      }
+      Comparator cmp;
+      for (int64_t i = 0; i < ref.size(); ++i) cmp.add(i, outs[0][i], ref[i]);
+      CheckResult r = cmp.finish(tolerance("conv", e.name, false), false);
+      EXPECT_TRUE(r.pass) << r.summary();
+      EXPECT_GT(r.l2_rel, 0.0) << "real-valued data should show some rounding";
+    }
+  }
+  EXPECT_GE(tested, 2 * static_cast<int>(std::size(kShapes)))
+      << "cpu/direct and cpu/im2col must run every shape";
+}
+
+TEST(ConvBwdSmoke, bwd_d_deterministic_and_accurate) {
+  check_dir(Dir::bwd_d);
+}
+TEST(ConvBwdSmoke, bwd_w_deterministic_and_accurate) {
+  check_dir(Dir::bwd_w);
+}
+
+}  // namespace
+}  // namespace pb
