@@ -220,7 +220,9 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
           } catch (const InputError& e) {
             throw InputError(l.file + ":" + std::to_string(l.line), e.what());
           }
+          // "<net>:<layer>": a name that already says its net is kept, else the set is the net.
           std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
+          if (name.find(':') == std::string::npos) name = set + ":" + name;
           const bool check =
               f.check && (spec.max_check_flops <= 0 || probe->flops() <= spec.max_check_flops);
           const std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
@@ -230,7 +232,7 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
                    f.seed, check});
           for (const std::string& impl : probe->impls()) {
             benchmark::RegisterBenchmark(
-                (pre + "/" + impl + "/" + set + ":" + name).c_str(),
+                (pre + "/" + impl + "/" + name).c_str(),
                 [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);
