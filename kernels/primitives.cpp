@@ -12,13 +12,8 @@ namespace pb {
 
 const std::vector<PrimitiveInfo>& primitives() {
   static const std::vector<PrimitiveInfo> all = {
-      gemm_primitive(),
-      pool_primitive(),
-      bnorm_primitive(),
-      act_primitive(),
-      conv_primitive(),
-      allreduce_primitive(),
-      rnn_primitive(),
+      gemm_primitive(), pool_primitive(),      bnorm_primitive(), act_primitive(),
+      conv_primitive(), allreduce_primitive(), rnn_primitive(),
   };
   return all;
 }

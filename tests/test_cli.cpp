@@ -2,11 +2,11 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 
 #include "tests/cli_runner.h"
 
