@@ -16,7 +16,7 @@ namespace pb::im2col {
 
 // --- backward data ---
 
-void BwdData::prepare(const ConvDesc& d) {
+void ChunkedBuffers::plan(const ConvDesc& d) {
   d_ = d;
   Chunking c = plan_chunks(d);
   nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
@@ -73,14 +73,7 @@ void BwdData::run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src) {
 // --- backward weights ---
 
 void BwdWeights::prepare(const ConvDesc& d) {
-  d_ = d;
-  Chunking c = plan_chunks(d);
-  nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
-  per_thread_ = c.per_thread;
-  const int64_t k = d.icg() * d.kh * d.kw, ncol = nb_ * d.oh * d.ow;
-  const int64_t copies = per_thread_ ? threads_ : 1;
-  col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * ncol), 0.0f);
-  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
+  plan(d);
   part_.assign(per_thread_ ? static_cast<size_t>(threads_ * d.wei_size()) : 0, 0.0f);
 }
 

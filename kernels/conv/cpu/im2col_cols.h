@@ -42,16 +42,11 @@ struct Chunking {
 };
 Chunking plan_chunks(const ConvDesc& d);
 
-// Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
-class BwdData {
- public:
-  void prepare(const ConvDesc& d);
-  void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
-  size_t workspace_bytes() const { return (col_.size() + tmp_.size()) * sizeof(float); }
-
- private:
-  void chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
-             bool par) const;
+// The column and GEMM-output buffers of a chunked im2col pass, sized by plan_chunks.
+class ChunkedBuffers {
+ protected:
+  void plan(const ConvDesc& d);
+  size_t buffer_bytes() const { return (col_.size() + tmp_.size()) * sizeof(float); }
   ConvDesc d_;
   int64_t nb_ = 1;
   int threads_ = 1;
@@ -59,24 +54,30 @@ class BwdData {
   std::vector<float> col_, tmp_;
 };
 
+// Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
+class BwdData : ChunkedBuffers {
+ public:
+  void prepare(const ConvDesc& d) { plan(d); }
+  void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
+  size_t workspace_bytes() const { return buffer_bytes(); }
+
+ private:
+  void chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
+             bool par) const;
+};
+
 // Backward weights: diff_wei_g += diff_dst x col^T per (chunk, group), chunks in a fixed order
 // (per thread, then the partial sums added in thread order).
-class BwdWeights {
+class BwdWeights : ChunkedBuffers {
  public:
   void prepare(const ConvDesc& d);
   void run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei);
-  size_t workspace_bytes() const {
-    return (col_.size() + tmp_.size() + part_.size()) * sizeof(float);
-  }
+  size_t workspace_bytes() const { return buffer_bytes() + part_.size() * sizeof(float); }
 
  private:
   void chunk(int64_t n0, const float* src, const float* dd, float* dw, float* col, float* tmp,
              bool first, bool par) const;
-  ConvDesc d_;
-  int64_t nb_ = 1;
-  int threads_ = 1;
-  bool wide_ = false, no_copy_ = false, per_thread_ = false;
-  std::vector<float> col_, tmp_, part_;
+  std::vector<float> part_;
 };
 
 }  // namespace pb::im2col
