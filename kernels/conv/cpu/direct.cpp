@@ -17,8 +17,8 @@ namespace pb {
 
 namespace {
 
-using direct::load;
-using direct::store;
+using direct::store_tile;
+using direct::tap;
 using direct::vf;
 
 // Shape facts the kernel needs, fixed in prepare().
@@ -50,18 +50,11 @@ void tile(const Plan& p, const float* in, const float* w, int64_t oy, int64_t ox
       const float* wk = w + (c * p.kh + ky) * p.kw * wstep;
       for (int64_t kx = 0; kx < p.kw; ++kx) {
         const float* x = row + koff[kx];
-        vf wv[V];
-        for (int v = 0; v < V; ++v) wv[v] = load(wk + kx * wstep + 16 * v);
-#pragma GCC unroll 16
-        for (int j = 0; j < J; ++j) {
-          const float s = x[j];
-          for (int v = 0; v < V; ++v) acc[j][v] += wv[v] * s;
-        }
+        tap(acc, x, wk + kx * wstep);
       }
     }
   }
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
+  store_tile(out, wstep, acc);
 }
 
 constexpr int kMaxJ = 14;  // 14 x 2 accumulators + 2 weight vectors fit in 32 registers

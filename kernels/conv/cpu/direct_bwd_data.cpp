@@ -44,18 +44,11 @@ void tile(const float* in, int64_t cstride, int64_t ocg, int64_t kk, const Rows&
       const float* wr = wo + r.wk[ri] * wstep;
       for (int ti = 0; ti < t.n; ++ti) {
         const float* x = row + t.xoff[ti];
-        vf wv[V];
-        for (int v = 0; v < V; ++v) wv[v] = load(wr + t.wk[ti] * wstep + 16 * v);
-#pragma GCC unroll 16
-        for (int j = 0; j < J; ++j) {
-          const float s = x[j];
-          for (int v = 0; v < V; ++v) acc[j][v] += wv[v] * s;
-        }
+        tap(acc, x, wr + t.wk[ti] * wstep);
       }
     }
   }
-  for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
+  store_tile(out, wstep, acc);
 }
 
 using TileFn = void (*)(const float*, int64_t, int64_t, int64_t, const Rows&, const Taps&,

@@ -1,5 +1,6 @@
 // Helpers shared by cpu/direct's forward and backward kernels: the 16-float SIMD vector, the
-// tile-width choice, and the backward passes' entry points (direct_bwd_data/weights.cpp).
+// register-tile tap and store, the tile-width choice, and the backward passes' entry points
+// (direct_bwd_data/weights.cpp).
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,27 @@ inline vf load(const float* p) {
 }
 inline void store(float* p, vf v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+// One kernel tap of a J x V register tile (J output columns x V*16 channels):
+// acc[j] += w * x[j], with the V weight vectors at w and the J inputs at x[0..J).
+template <int J, int V>
+__attribute__((always_inline)) inline void tap(vf (&acc)[J][V], const float* x, const float* w) {
+  vf wv[V];
+  for (int v = 0; v < V; ++v) wv[v] = load(w + 16 * v);
+#pragma GCC unroll 16
+  for (int j = 0; j < J; ++j) {
+    const float s = x[j];
+    for (int v = 0; v < V; ++v) acc[j][v] += wv[v] * s;
+  }
+}
+
+// Writes a J x V tile: column j's V vectors at out + j * wstep.
+template <int J, int V>
+__attribute__((always_inline)) inline void store_tile(float* out, int64_t wstep,
+                                                      const vf (&acc)[J][V]) {
+  for (int j = 0; j < J; ++j)
+    for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
 }
 
 // Vectors per tile (1 or 2 x 16 channels) for `ch` vectorised channels: 32 unless 16 divides
