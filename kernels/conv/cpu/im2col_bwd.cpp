@@ -14,8 +14,6 @@
 
 namespace pb::im2col {
 
-// --- backward data ---
-
 void ChunkedBuffers::plan(const ConvDesc& d) {
   d_ = d;
   Chunking c = plan_chunks(d);
@@ -26,6 +24,8 @@ void ChunkedBuffers::plan(const ConvDesc& d) {
   col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * ncol), 0.0f);
   tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
 }
+
+// --- backward data ---
 
 void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
                     bool par) const {
@@ -54,20 +54,9 @@ void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, floa
 }
 
 void BwdData::run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src) {
-  const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
-  if (!per_thread_) {
-    for (int64_t c = 0; c < chunks; ++c)
-      chunk(c * nb_, diff_dst.data(), wei.data(), diff_src.data(), col_.data(), tmp_.data(), true);
-    return;
-  }
-  SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
-  const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int t = omp_get_thread_num();
-    chunk(c * nb_, diff_dst.data(), wei.data(), diff_src.data(), col_.data() + t * col_len,
-          tmp_.data() + t * tmp_len, false);
-  }
+  run_chunks([&](int64_t n0, float* col, float* tmp, bool par) {
+    chunk(n0, diff_dst.data(), wei.data(), diff_src.data(), col, tmp, par);
+  });
 }
 
 // --- backward weights ---

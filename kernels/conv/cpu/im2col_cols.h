@@ -1,13 +1,17 @@
 // Helpers of cpu/im2col shared by its three directions: the column buffer copies (im2col and
 // its adjoint col2im), gathers between NCHW and a chunk's [channel][image*pixel] matrix, the
-// sgemm wrapper, and the backward passes (im2col_bwd.cpp).
+// sgemm wrapper, the chunk planning and driver, and the three passes (forward in im2col.cpp,
+// backward in im2col_bwd.cpp).
 #pragma once
+
+#include <omp.h>
 
 #include <cstdint>
 #include <vector>
 
 #include "kernels/conv/desc.h"
 #include "kernels/core/tensor.h"
+#include "kernels/core/threads.h"
 
 namespace pb::im2col {
 
@@ -47,11 +51,41 @@ class ChunkedBuffers {
  protected:
   void plan(const ConvDesc& d);
   size_t buffer_bytes() const { return (col_.size() + tmp_.size()) * sizeof(float); }
+  // Runs chunk(n0, col, tmp, par) over the batch: chunk after chunk with OpenMP-parallel
+  // copies (par), or, with at least as many images as threads, chunks spread over OpenMP
+  // threads, each with its own buffers and a single-threaded sgemm.
+  template <class F>
+  void run_chunks(F&& chunk) {
+    const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
+    if (!per_thread_) {
+      for (int64_t c = 0; c < chunks; ++c) chunk(c * nb_, col_.data(), tmp_.data(), true);
+      return;
+    }
+    SerialBlasScope serial_blas;
+    const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int t = omp_get_thread_num();
+      chunk(c * nb_, col_.data() + t * col_len, tmp_.data() + t * tmp_len, false);
+    }
+  }
   ConvDesc d_;
   int64_t nb_ = 1;
   int threads_ = 1;
   bool wide_ = false, no_copy_ = false, per_thread_ = false;
   std::vector<float> col_, tmp_;
+};
+
+// Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
+class Fwd : ChunkedBuffers {
+ public:
+  void prepare(const ConvDesc& d) { plan(d); }
+  void run(const Tensor& src, const Tensor& wei, Tensor& dst);
+  size_t workspace_bytes() const { return buffer_bytes(); }
+
+ private:
+  void chunk(int64_t n0, const float* src, const float* w, float* dst, float* col, float* tmp,
+             bool par) const;
 };
 
 // Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
