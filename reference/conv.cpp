@@ -96,6 +96,14 @@ double conv_bwd_w_at(const ConvDesc& d, const Tensor& src, const Tensor& diff_ds
   return acc;
 }
 
+double conv_bwd_b_at(const ConvDesc& d, const Tensor& diff_dst, int64_t oc) {
+  double acc = 0;
+  for (int64_t n = 0; n < d.mb; ++n)
+    for (int64_t i = 0; i < d.oh * d.ow; ++i)
+      acc += static_cast<double>(diff_dst[(n * d.oc + oc) * d.oh * d.ow + i]);
+  return acc;
+}
+
 Tensor64 conv_fwd(const ConvDesc& d, const Tensor& src, const Tensor& wei) {
   return evaluate(d.dst_dims(), [&](int64_t i) { return conv_fwd_at(d, src, wei, i); });
 }
@@ -106,6 +114,10 @@ Tensor64 conv_bwd_d(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei
 
 Tensor64 conv_bwd_w(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst) {
   return evaluate(d.wei_dims(), [&](int64_t i) { return conv_bwd_w_at(d, src, diff_dst, i); });
+}
+
+Tensor64 conv_bwd_b(const ConvDesc& d, const Tensor& diff_dst) {
+  return evaluate({d.oc}, [&](int64_t i) { return conv_bwd_b_at(d, diff_dst, i); });
 }
 
 }  // namespace pb::ref

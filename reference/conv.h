@@ -13,10 +13,13 @@ Tensor64 conv_fwd(const ConvDesc& d, const Tensor& src, const Tensor& wei);
 Tensor64 conv_bwd_d(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei);
 // diff_wei (g x ocg x icg x kh x kw) from src and diff_dst.
 Tensor64 conv_bwd_w(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst);
+// diff_bias (oc): diff_dst summed over images and output pixels.
+Tensor64 conv_bwd_b(const ConvDesc& d, const Tensor& diff_dst);
 
 // One element of each, by flat index into its output.
 double conv_fwd_at(const ConvDesc& d, const Tensor& src, const Tensor& wei, int64_t index);
 double conv_bwd_d_at(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei, int64_t index);
 double conv_bwd_w_at(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst, int64_t index);
+double conv_bwd_b_at(const ConvDesc& d, const Tensor& diff_dst, int64_t oc);
 
 }  // namespace pb::ref

@@ -1,7 +1,7 @@
 // Backward convolution tests beyond the conformance sweep: on real-valued data every CPU
 // implementation of bwd_d / bwd_w must give bitwise the same gradient on two runs after one
 // prepare (run() overwrites, never accumulates), at 1 and 2 threads alike, and stay within the
-// tolerance table's general bound of the fp64 reference.
+// tolerance table's general bound of the fp64 reference (bwd_w: weights and bias gradients).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,12 +39,15 @@ bool is_cpu(const std::string& name) {
   return name.rfind("cpu/", 0) == 0 || name.rfind("onednn/", 0) == 0;
 }
 
-std::vector<float> run_once(ConvImpl& impl) {
+// The outputs of one run, concatenated (bwd_w: diff_wei then diff_bias).
+std::vector<float> run_once(ConvImpl& impl, size_t outputs) {
   impl.run();
   impl.sync();
   std::vector<Tensor> out = impl.result();
-  EXPECT_EQ(out.size(), 1u);
-  return std::vector<float>(out[0].data(), out[0].data() + out[0].size());
+  EXPECT_EQ(out.size(), outputs);
+  std::vector<float> v;
+  for (const Tensor& t : out) v.insert(v.end(), t.data(), t.data() + t.size());
+  return v;
 }
 
 void check_dir(Dir dir) {
@@ -56,7 +59,13 @@ void check_dir(Dir dir) {
     Tensor b(dir == Dir::bwd_d ? d.wei_dims() : d.dst_dims());
     fill_uniform(a, 11, -1, 1);
     fill_uniform(b, 12, -1, 1);
-    Tensor64 ref = dir == Dir::bwd_d ? ref::conv_bwd_d(d, a, b) : ref::conv_bwd_w(d, a, b);
+    Tensor64 r0 = dir == Dir::bwd_d ? ref::conv_bwd_d(d, a, b) : ref::conv_bwd_w(d, a, b);
+    std::vector<double> ref(r0.data(), r0.data() + r0.size());
+    if (dir == Dir::bwd_w) {
+      Tensor64 bias = ref::conv_bwd_b(d, b);
+      ref.insert(ref.end(), bias.data(), bias.data() + bias.size());
+    }
+    const size_t outputs = dir == Dir::bwd_w ? 2 : 1;
     for (const auto& e : conv_registry()) {
       if (!is_cpu(e.name) || !e.unavailable().empty()) continue;
       auto impl = e.make();
@@ -67,8 +76,8 @@ void check_dir(Dir dir) {
         set_threads(threads);
         impl = e.make();
         impl->prepare(d, dir, {&a, &b});
-        outs.push_back(run_once(*impl));
-        outs.push_back(run_once(*impl));
+        outs.push_back(run_once(*impl, outputs));
+        outs.push_back(run_once(*impl, outputs));
       }
       set_threads(saved_threads);
       ++tested;
@@ -81,7 +90,7 @@ void check_dir(Dir dir) {
             << "1 and 2 threads differ";
       }
       Comparator cmp;
-      for (int64_t i = 0; i < ref.size(); ++i) cmp.add(i, outs[0][i], ref[i]);
+      for (size_t i = 0; i < ref.size(); ++i) cmp.add(i, outs[0][i], ref[i]);
       CheckResult r = cmp.finish(tolerance("conv", e.name, false), false);
       EXPECT_TRUE(r.pass) << r.summary();
       EXPECT_GT(r.l2_rel, 0.0) << "real-valued data should show some rounding";

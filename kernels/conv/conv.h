@@ -10,10 +10,12 @@
 
 namespace pb {
 
-// Inputs and outputs per direction (bias is out of scope):
+// Inputs and outputs per direction (the forward has no bias term; a network adds it as its own
+// step, and bwd_w returns its gradient):
 //   fwd:   {src, wei}      -> {dst}
 //   bwd_d: {diff_dst, wei} -> {diff_src}
-//   bwd_w: {src, diff_dst} -> {diff_wei}
+//   bwd_w: {src, diff_dst} -> {diff_wei, diff_bias}   diff_bias: oc, diff_dst summed over
+//                                                       images and pixels
 using ConvImpl = Impl<ConvDesc>;
 
 const Registry<ConvDesc>& conv_registry();

@@ -56,6 +56,7 @@ std::vector<NamedTensor> ConvTraits::make_inputs(const ConvDesc& d, Dir dir, uin
 }
 
 std::vector<std::string> ConvTraits::output_names(const ConvDesc&, Dir dir) {
+  if (dir == Dir::bwd_w) return {"diff_wei", "diff_bias"};
   return {io(dir).out};
 }
 
@@ -69,12 +70,13 @@ std::string ConvTraits::layout(const ConvDesc& d, Dir dir) {
   return std::string("NCHW fp32: src/diff_src ") + dims_str(d.src_dims()) + ", dst/diff_dst " +
          dims_str(d.dst_dims()) + ", wei " + (d.g > 1 ? "goihw " : "oihw ") +
          dims_str(d.wei_dims()) + "; " + dir_str(dir) + ": {" + n.in0 + ", " + n.in1 + "} -> " +
-         n.out + "; pads top/left " + std::to_string(d.ph) + "/" + std::to_string(d.pw) +
-         ", bottom/right " + std::to_string(d.pad_b()) + "/" + std::to_string(d.pad_r()) +
-         ", dilation 0 = dense";
+         n.out + (dir == Dir::bwd_w ? " and diff_bias (oc)" : "") + "; pads top/left " +
+         std::to_string(d.ph) + "/" + std::to_string(d.pw) + ", bottom/right " +
+         std::to_string(d.pad_b()) + "/" + std::to_string(d.pad_r()) + ", dilation 0 = dense";
 }
 
-int64_t ConvTraits::output_size(const ConvDesc& d, Dir dir, size_t) {
+int64_t ConvTraits::output_size(const ConvDesc& d, Dir dir, size_t output) {
+  if (dir == Dir::bwd_w && output == 1) return d.oc;  // diff_bias
   return dims_product(dims_of(d, io(dir).out));
 }
 
@@ -85,15 +87,18 @@ std::vector<Tensor64> ConvTraits::reference(const ConvDesc& d, Dir dir,
     out.push_back(ref::conv_fwd(d, *in[0], *in[1]));
   else if (dir == Dir::bwd_d)
     out.push_back(ref::conv_bwd_d(d, *in[0], *in[1]));
-  else
+  else {
     out.push_back(ref::conv_bwd_w(d, *in[0], *in[1]));
+    out.push_back(ref::conv_bwd_b(d, *in[1]));
+  }
   return out;
 }
 
 double ConvTraits::reference_at(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in,
-                                size_t, int64_t index) {
+                                size_t output, int64_t index) {
   if (dir == Dir::fwd) return ref::conv_fwd_at(d, *in[0], *in[1], index);
   if (dir == Dir::bwd_d) return ref::conv_bwd_d_at(d, *in[0], *in[1], index);
+  if (output == 1) return ref::conv_bwd_b_at(d, *in[1], index);
   return ref::conv_bwd_w_at(d, *in[0], *in[1], index);
 }
 

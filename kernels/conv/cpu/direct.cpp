@@ -110,7 +110,7 @@ class DirectConv : public HostConv {
     in_.assign(static_cast<size_t>(d.mb * d.ih * p.row_stride), 0.0f);  // padding stays 0
   }
 
-  void run() override {
+  void run_dir() override {
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     const ConvDesc& d = d_;

@@ -94,7 +94,7 @@ class FftConv final : public HostConv {
     transform_filters();
   }
 
-  void run() override {
+  void run_dir() override {
     SerialBlasScope serial_blas;  // one cgemm per OpenMP thread
     const int64_t items = d_.g * blocks_;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)

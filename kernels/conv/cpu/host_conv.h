@@ -1,8 +1,11 @@
 // Shared base of the host-memory convolution implementations: keeps the inputs of the direction,
-// owns its output and dispatches supports() per direction (fwd unless an impl says otherwise).
+// owns its outputs, dispatches supports() per direction (fwd unless an impl says otherwise) and
+// adds the bias gradient to every bwd_w run.
 #pragma once
 
 #include <vector>
+
+#include "kernels/conv/cpu/bias_grad.h"
 
 #include "kernels/conv/conv.h"
 
@@ -34,15 +37,22 @@ class HostConv : public ConvImpl {
     } else if (dir == Dir::bwd_w) {
       src_ = in[0], diff_dst_ = in[1];
       dst_ = Tensor(d.wei_dims());
+      diff_bias_ = Tensor({d.oc});
     } else {
       src_ = in[0], wei_ = in[1];
       dst_ = Tensor(d.dst_dims());
     }
     prepare_more();
   }
+  // The timed work: the direction's convolution, then (bwd_w) the bias gradient.
+  void run() final {
+    run_dir();
+    if (dir_ == Dir::bwd_w) conv_bias_grad(d_, diff_dst_->data(), diff_bias_.data());
+  }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(dst_.clone());
+    if (dir_ == Dir::bwd_w) out.push_back(diff_bias_.clone());
     return out;
   }
 
@@ -55,12 +65,14 @@ class HostConv : public ConvImpl {
     return Support::no(name() + " runs fwd only (no bwd_w yet)");
   }
   virtual void prepare_more() {}
+  virtual void run_dir() = 0;  // computes dst_ for dir_
   ConvDesc d_;
   Dir dir_ = Dir::fwd;
   const Tensor* src_ = nullptr;       // fwd, bwd_w
   const Tensor* wei_ = nullptr;       // fwd, bwd_d
   const Tensor* diff_dst_ = nullptr;  // bwd_d, bwd_w
   Tensor dst_;                        // the direction's output: dst, diff_src or diff_wei
+  Tensor diff_bias_;                  // bwd_w: oc
 };
 
 }  // namespace pb

@@ -32,7 +32,7 @@ class Im2colConv : public HostConv {
     fwd_.prepare(d_);
   }
 
-  void run() override {
+  void run_dir() override {
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     fwd_.run(*src_, *wei_, dst_);

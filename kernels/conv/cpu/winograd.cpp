@@ -81,7 +81,7 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  void run() override {
+  void run_dir() override {
     const int64_t chunks = (d_.mb * th_ + rc_ - 1) / rc_, items = d_.g * chunks;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
     for (int64_t it = 0; it < items; ++it) {

@@ -20,18 +20,24 @@ using tag = memory::format_tag;
 
 memory::desc plain_md(const Dims& dims) {
   return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32,
-                      dims.size() == 5 ? tag::goihw : tag::nchw);
+                      dims.size() == 5   ? tag::goihw
+                      : dims.size() == 1 ? tag::x
+                                         : tag::nchw);
 }
 memory::desc any_md(const Dims& dims) {
   return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, tag::any);
 }
 
-// The primitive for one (desc, direction) and the oneDNN argument ids of its inputs/output.
+// The primitive for one (desc, direction) and the oneDNN argument ids of its inputs/outputs.
 struct Built {
   dnnl::primitive prim;
   std::vector<std::pair<int, memory::desc>> inputs;  // in the order conv.h lists them
-  std::pair<int, memory::desc> output;
-  Dims out_dims;
+  struct Output {
+    int arg;
+    memory::desc md;
+    Dims dims;
+  };
+  std::vector<Output> outputs;  // in the order conv.h lists them
 };
 
 Built build(const ConvDesc& d, Dir dir, algorithm alg) {
@@ -49,24 +55,23 @@ Built build(const ConvDesc& d, Dir dir, algorithm alg) {
   if (dir == Dir::fwd) {
     b.prim = dnnl::convolution_forward(fwd);
     b.inputs = {{DNNL_ARG_SRC, fwd.src_desc()}, {DNNL_ARG_WEIGHTS, fwd.weights_desc()}};
-    b.output = {DNNL_ARG_DST, fwd.dst_desc()};
-    b.out_dims = d.dst_dims();
+    b.outputs = {{DNNL_ARG_DST, fwd.dst_desc(), d.dst_dims()}};
   } else if (dir == Dir::bwd_d) {
     dnnl::convolution_backward_data::primitive_desc pd(
         dnnl::convolution_backward_data::desc(alg, src, wei, dst, strides, dil, pad_l, pad_r), eng,
         fwd);
     b.prim = dnnl::convolution_backward_data(pd);
     b.inputs = {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()}, {DNNL_ARG_WEIGHTS, pd.weights_desc()}};
-    b.output = {DNNL_ARG_DIFF_SRC, pd.diff_src_desc()};
-    b.out_dims = d.src_dims();
+    b.outputs = {{DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), d.src_dims()}};
   } else if (dir == Dir::bwd_w) {
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(alg, src, wei, dst, strides, dil, pad_l, pad_r),
+        dnnl::convolution_backward_weights::desc(alg, src, wei, plain_md({d.oc}), dst, strides, dil,
+                                                 pad_l, pad_r),
         eng, fwd);
     b.prim = dnnl::convolution_backward_weights(pd);
     b.inputs = {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DIFF_DST, pd.diff_dst_desc()}};
-    b.output = {DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc()};
-    b.out_dims = d.wei_dims();
+    b.outputs = {{DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc(), d.wei_dims()},
+                 {DNNL_ARG_DIFF_BIAS, pd.diff_bias_desc(), {d.oc}}};
   } else {
     throw Unsupported("oneDNN conv: direction " + dir_str(dir) + " is not run separately");
   }
@@ -108,7 +113,7 @@ class OnednnConv : public ConvImpl {
         args_[arg] = mine;
         if (md != user.get_desc()) ws_ += md.get_size();
       }
-      args_[b_.output.first] = memory(b_.output.second, eng);
+      for (const auto& o : b_.outputs) args_[o.arg] = memory(o.md, eng);
       onednn::stream().wait();
     } catch (const dnnl::error& e) {
       throw Unsupported("oneDNN conv " + name_ + ": " + e.what());
@@ -117,19 +122,23 @@ class OnednnConv : public ConvImpl {
   void run() override { b_.prim.execute(onednn::stream(), args_); }
   void sync() override { onednn::stream().wait(); }
   std::vector<Tensor> result() override {
-    Tensor out(b_.out_dims);
-    memory user(plain_md(out.dims()), onednn::engine(), out.data());
-    memory& mine = args_.at(b_.output.first);
-    dnnl::reorder(mine, user).execute(onednn::stream(), mine, user);
-    onednn::stream().wait();
     std::vector<Tensor> v;
-    v.push_back(std::move(out));
+    for (const auto& o : b_.outputs) {
+      Tensor out(o.dims);
+      memory user(plain_md(out.dims()), onednn::engine(), out.data());
+      memory& mine = args_.at(o.arg);
+      dnnl::reorder(mine, user).execute(onednn::stream(), mine, user);
+      onednn::stream().wait();
+      v.push_back(std::move(out));
+    }
     return v;
   }
   // Copies of the inputs and output in oneDNN's blocked formats, when they differ from NCHW.
   size_t workspace_bytes() const override {
-    const auto& md = b_.output.second;
-    return ws_ + (md != plain_md(b_.out_dims) ? md.get_size() : 0);
+    size_t ws = ws_;
+    for (const auto& o : b_.outputs)
+      if (o.md != plain_md(o.dims)) ws += o.md.get_size();
+    return ws;
   }
 
  private:
