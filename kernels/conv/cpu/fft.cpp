@@ -9,8 +9,11 @@
 #include <cstring>
 #include <mutex>
 
+#include "kernels/conv/cpu/fft_bwd_weights.h"
+#include "kernels/conv/cpu/fft_common.h"
 #include "kernels/conv/cpu/fft_geometry.h"
 #include "kernels/conv/cpu/host_conv.h"
+#include "kernels/conv/cpu/winograd_bwd_data.h"
 #include "kernels/core/error.h"
 #include "kernels/core/threads.h"
 
@@ -18,37 +21,9 @@ namespace pb {
 
 namespace {
 
-// FFTW's planner is not thread-safe: every plan is made and destroyed under this lock.
-std::mutex& planner_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-struct PlanDeleter {
-  void operator()(fftwf_plan_s* p) const {
-    std::lock_guard<std::mutex> lock(planner_mutex());
-    fftwf_destroy_plan(p);
-  }
-};
-using Plan = std::unique_ptr<fftwf_plan_s, PlanDeleter>;
-
-// Copies the rows [y0, y0 + nh) x cols [x0, x0 + nw) of an ih x iw plane into a dense nh x nw
-// patch, zero outside the plane.
-void copy_patch(const float* plane, int64_t ih, int64_t iw, int64_t y0, int64_t x0, int64_t nh,
-                int64_t nw, float* patch) {
-  const int64_t c0 = std::clamp<int64_t>(-x0, 0, nw), c1 = std::clamp<int64_t>(iw - x0, c0, nw);
-  for (int64_t i = 0; i < nh; ++i) {
-    float* p = patch + i * nw;
-    const int64_t y = y0 + i;
-    if (y < 0 || y >= ih || c1 <= c0) {
-      std::memset(p, 0, nw * sizeof(float));
-      continue;
-    }
-    std::memset(p, 0, c0 * sizeof(float));
-    std::memcpy(p + c0, plane + y * iw + x0 + c0, (c1 - c0) * sizeof(float));
-    std::memset(p + c1, 0, (nw - c1) * sizeof(float));
-  }
-}
+using fft::cplx;
+using fft::Plan;
+using fft::planner_mutex;
 
 class FftConv final : public HostConv {
  public:
@@ -64,39 +39,59 @@ class FftConv final : public HostConv {
       return Support::no("fft: filter spectra would need over 2 GiB");
     return Support::yes();
   }
+  Support supports_bwd_d(const ConvDesc& d) const override {
+    Support s = bwd_as_fwd::supports(d, name());
+    return s ? supports_fwd(bwd_as_fwd::desc(d)) : s;
+  }
+  Support supports_bwd_w(const ConvDesc& d) const override { return fft::BwdWeights::supports(d); }
 
   void prepare_more() override {
-    geo_ = fft::choose_geometry(d_);
+    if (dir_ == Dir::bwd_w) {
+      bww_.prepare(d_, omp_get_max_threads());
+      return;
+    }
+    // bwd_d runs the forward on diff_dst with the flipped, transposed filter.
+    const bool bwd = dir_ == Dir::bwd_d;
+    e_ = bwd ? bwd_as_fwd::desc(d_) : d_;
+    in_ = bwd ? diff_dst_->data() : src_->data();
+    geo_ = fft::choose_geometry(e_);
     nthreads_ = omp_get_max_threads();
-    bt_ = fft::block_tiles(d_, geo_, nthreads_);
-    tiles_ = geo_.tiles(d_);
+    bt_ = fft::block_tiles(e_, geo_, nthreads_);
+    tiles_ = geo_.tiles(e_);
     blocks_ = (tiles_ + bt_ - 1) / bt_;
-    const int64_t n = geo_.nh * geo_.nw, f = geo_.freqs(), icg = d_.icg(), ocg = d_.ocg();
+    const int64_t n = geo_.nh * geo_.nw, f = geo_.freqs(), icg = e_.icg(), ocg = e_.ocg();
     const int64_t rin = icg * bt_, rout = ocg * bt_;
-    real_in_.clear(), real_out_.clear(), spec_in_.clear(), spec_out_.clear();
+    real_in_.clear(), real_out_.clear(), spec_in_.clear(), spec_out_.clear(), spec_tmp_.clear();
     for (int t = 0; t < nthreads_; ++t) {
       real_in_.emplace_back(Dims{rin * n});
       real_out_.emplace_back(Dims{rout * n});
       spec_in_.emplace_back(Dims{2 * f * rin});
       spec_out_.emplace_back(Dims{2 * f * rout});
+      spec_tmp_.emplace_back(Dims{2 * f * std::max(rin, rout)});
     }
     const int dims[2] = {int(geo_.nh), int(geo_.nw)};
     {
+      fwd_.reset(), inv_.reset();  // destroying a plan takes the lock too: not under it
       std::lock_guard<std::mutex> lock(planner_mutex());
-      // Patches [b][nh][nw] -> spectra [f][b] (b = channel * bt + tile), and back.
+      // Patches [b][nh][nw] <-> spectra [b][f] (b = channel * bt + tile), contiguous: FFTW_ESTIMATE
+      // plans that write or read [f][b] directly were up to 5x slower (30x30, measured), so the
+      // GEMMs' [f][b] layout comes from separate transposes.
       fwd_.reset(fftwf_plan_many_dft_r2c(2, dims, int(rin), real_in_[0].data(), nullptr, 1, int(n),
-                                         cplx(spec_in_[0]), nullptr, int(rin), 1, FFTW_ESTIMATE));
-      inv_.reset(fftwf_plan_many_dft_c2r(2, dims, int(rout), cplx(spec_out_[0]), nullptr, int(rout),
-                                         1, real_out_[0].data(), nullptr, 1, int(n),
-                                         FFTW_ESTIMATE));
+                                         cplx(spec_tmp_[0]), nullptr, 1, int(f), FFTW_ESTIMATE));
+      inv_.reset(fftwf_plan_many_dft_c2r(2, dims, int(rout), cplx(spec_tmp_[0]), nullptr, 1, int(f),
+                                         real_out_[0].data(), nullptr, 1, int(n), FFTW_ESTIMATE));
     }
-    if (!fwd_ || !inv_) throw RuntimeError("cpu/fft: FFTW could not plan " + d_.str());
-    transform_filters();
+    if (!fwd_ || !inv_) throw RuntimeError("cpu/fft: FFTW could not plan " + e_.str());
+    if (bwd)
+      transform_filters(bwd_as_fwd::filter(d_, *wei_));
+    else
+      transform_filters(*wei_);
   }
 
   void run_dir() override {
+    if (dir_ == Dir::bwd_w) return bww_.run(src_->data(), diff_dst_->data(), dst_.data());
     SerialBlasScope serial_blas;  // one cgemm per OpenMP thread
-    const int64_t items = d_.g * blocks_;
+    const int64_t items = e_.g * blocks_;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
     for (int64_t it = 0; it < items; ++it) {
       const int t = omp_get_thread_num();
@@ -105,17 +100,14 @@ class FftConv final : public HostConv {
   }
 
   size_t workspace_bytes() const override {
+    if (dir_ == Dir::bwd_w) return bww_.workspace_bytes();
     size_t b = wspec_.bytes();
-    for (const auto* v : {&real_in_, &real_out_, &spec_in_, &spec_out_})
+    for (const auto* v : {&real_in_, &real_out_, &spec_in_, &spec_out_, &spec_tmp_})
       for (const auto& x : *v) b += x.bytes();
     return b;
   }
 
  private:
-  static fftwf_complex* cplx(Tensor& t) {
-    return reinterpret_cast<fftwf_complex*>(t.data());
-  }
-
   // Tile t of the group -> image, top-left output row/col.
   void tile_pos(int64_t t, int64_t* n, int64_t* y, int64_t* x) const {
     const int64_t per = geo_.tiles_h * geo_.tiles_w;
@@ -126,10 +118,10 @@ class FftConv final : public HostConv {
 
   // W[g][f][o][c] = conj(FFT(w[g][o][c] zero-padded to nh x nw)) / (nh * nw): correlation, with
   // FFTW's unnormalised inverse folded in.
-  void transform_filters() {
-    const int64_t icg = d_.icg(), ocg = d_.ocg(), f = geo_.freqs(), n = geo_.nh * geo_.nw;
-    const int64_t kk = d_.kh * d_.kw, pairs = ocg * icg;
-    wspec_ = Tensor({2 * d_.g * f * pairs});
+  void transform_filters(const Tensor& wei) {
+    const int64_t icg = e_.icg(), ocg = e_.ocg(), f = geo_.freqs(), n = geo_.nh * geo_.nw;
+    const int64_t kk = e_.kh * e_.kw, pairs = ocg * icg;
+    wspec_ = Tensor({2 * e_.g * f * pairs});
     Tensor patch({n}), spec({2 * f});
     Plan p;
     {
@@ -140,19 +132,19 @@ class FftConv final : public HostConv {
     const float scale = 1.0f / float(n);
     auto* w = reinterpret_cast<std::complex<float>*>(wspec_.data());
     const auto* s = reinterpret_cast<const std::complex<float>*>(spec.data());
-    for (int64_t g = 0; g < d_.g; ++g)
+    for (int64_t g = 0; g < e_.g; ++g)
       for (int64_t pr = 0; pr < pairs; ++pr) {
         patch.fill(0);
-        const float* k = wei_->data() + (g * pairs + pr) * kk;
-        for (int64_t i = 0; i < d_.kh; ++i)
-          for (int64_t j = 0; j < d_.kw; ++j) patch[i * geo_.nw + j] = k[i * d_.kw + j];
+        const float* k = wei.data() + (g * pairs + pr) * kk;
+        for (int64_t i = 0; i < e_.kh; ++i)
+          for (int64_t j = 0; j < e_.kw; ++j) patch[i * geo_.nw + j] = k[i * e_.kw + j];
         fftwf_execute(p.get());
         for (int64_t q = 0; q < f; ++q) w[(g * f + q) * pairs + pr] = std::conj(s[q]) * scale;
       }
   }
 
   void block(int64_t g, int64_t blk, int t) {
-    const int64_t icg = d_.icg(), ocg = d_.ocg(), f = geo_.freqs(), nh = geo_.nh, nw = geo_.nw;
+    const int64_t icg = e_.icg(), ocg = e_.ocg(), f = geo_.freqs(), nh = geo_.nh, nw = geo_.nw;
     const int64_t n = nh * nw, b = bt_, t0 = blk * b;
     // Patches: [c][tile] ; tiles past the end stay zero (computed, never stored).
     float* rin = real_in_[t].data();
@@ -165,10 +157,11 @@ class FftConv final : public HostConv {
         }
         int64_t im, y, x;
         tile_pos(t0 + k, &im, &y, &x);
-        const float* plane = src_->data() + (im * d_.ic + g * icg + c) * d_.ih * d_.iw;
-        copy_patch(plane, d_.ih, d_.iw, y - d_.ph, x - d_.pw, nh, nw, patch);
+        const float* plane = in_ + (im * e_.ic + g * icg + c) * e_.ih * e_.iw;
+        fft::copy_patch(plane, e_.ih, e_.iw, y - e_.ph, x - e_.pw, nh, nw, nh, nw, patch);
       }
-    fftwf_execute_dft_r2c(fwd_.get(), rin, cplx(spec_in_[t]));
+    fftwf_execute_dft_r2c(fwd_.get(), rin, cplx(spec_tmp_[t]));
+    fft::transpose_complex(spec_tmp_[t].data(), icg * b, f, spec_in_[t].data());
     // Per frequency: Y[f] (ocg x b) = W[f] (ocg x icg) * X[f] (icg x b).
     const std::complex<float> one(1, 0), zero(0, 0);
     const auto* w = reinterpret_cast<const std::complex<float>*>(wspec_.data()) + g * f * ocg * icg;
@@ -179,25 +172,29 @@ class FftConv final : public HostConv {
                   w + q * ocg * icg, int(icg), xs + q * icg * b, int(b), &zero, ys + q * ocg * b,
                   int(b));
     float* rout = real_out_[t].data();
-    fftwf_execute_dft_c2r(inv_.get(), cplx(spec_out_[t]), rout);
+    fft::transpose_complex(spec_out_[t].data(), f, ocg * b, spec_tmp_[t].data());
+    fftwf_execute_dft_c2r(inv_.get(), cplx(spec_tmp_[t]), rout);
     // Crop: the first th x tw outputs of each tile are valid (no wrap-around).
     for (int64_t k = 0; k < b && t0 + k < tiles_; ++k) {
       int64_t im, y, x;
       tile_pos(t0 + k, &im, &y, &x);
-      const int64_t rows = std::min(geo_.th, d_.oh - y), cols = std::min(geo_.tw, d_.ow - x);
+      const int64_t rows = std::min(geo_.th, e_.oh - y), cols = std::min(geo_.tw, e_.ow - x);
       for (int64_t o = 0; o < ocg; ++o) {
         const float* r = rout + (o * b + k) * n;
-        float* dst = dst_.data() + ((im * d_.oc + g * ocg + o) * d_.oh + y) * d_.ow + x;
-        for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * d_.ow, r + i * nw, cols * 4);
+        float* dst = dst_.data() + ((im * e_.oc + g * ocg + o) * e_.oh + y) * e_.ow + x;
+        for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * e_.ow, r + i * nw, cols * 4);
       }
     }
   }
 
+  ConvDesc e_;                 // the forward problem run: d_, or bwd_d's (bwd_as_fwd::desc)
+  const float* in_ = nullptr;  // its input: src or diff_dst
+  fft::BwdWeights bww_;        // bwd_w
   fft::Geometry geo_;
   int nthreads_ = 1;
   int64_t bt_ = 1, tiles_ = 0, blocks_ = 0;
   Tensor wspec_;
-  std::vector<Tensor> real_in_, real_out_, spec_in_, spec_out_;  // per thread
+  std::vector<Tensor> real_in_, real_out_, spec_in_, spec_out_, spec_tmp_;  // per thread
   Plan fwd_, inv_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/conv/cpu/host_conv.h"
+#include "kernels/conv/cpu/winograd_bwd_data.h"
 #include "kernels/conv/cpu/winograd_gemm.h"
 #include "kernels/conv/cpu/winograd_layout.h"
 #include "kernels/conv/cpu/winograd_transforms.h"
@@ -19,6 +20,13 @@ namespace {
 using wino::kCols;
 using wino::kLanes;
 using wino::kRows;
+
+// Why there is no Winograd bwd_w yet. It would be F(3x3, m x m): per tile, B^T src B (alpha^2)
+// and the m x m diff_dst tile lifted to alpha^2, alpha^2 GEMMs icg x ocg summed over all tiles,
+// then the 3x3 output transform once: 2.25x (m = 2) or 4x (m = 4) fewer products than direct.
+const char* const kNoBwdW =
+    "not implemented (F(3x3, 2x2) would need 16 products per 36 direct ones; cpu/fft bwd_w "
+    "serves stride-1 layers)";
 
 int64_t round_up(int64_t a, int64_t b) {
   return (a + b - 1) / b * b;
@@ -42,9 +50,20 @@ class WinogradConv final : public HostConv {
     if (d.dh != 0 || d.dw != 0) return Support::no("winograd needs dilation 0 (dense)");
     return Support::yes();
   }
+  Support supports_bwd_d(const ConvDesc& d) const override {
+    Support s = bwd_as_fwd::supports(d, name());
+    return s ? supports_fwd(bwd_as_fwd::desc(d)) : s;
+  }
+  Support supports_bwd_w(const ConvDesc&) const override {
+    return Support::no(name() + " has no bwd_w: " + kNoBwdW);
+  }
 
   void prepare_more() override {
-    const ConvDesc& d = d_;
+    // bwd_d runs the forward engine on diff_dst with the flipped, transposed filter.
+    const bool bwd = dir_ == Dir::bwd_d;
+    e_ = bwd ? bwd_as_fwd::desc(d_) : d_;
+    in_ = bwd ? diff_dst_->data() : src_->data();
+    const ConvDesc& d = e_;
     th_ = (d.oh + M - 1) / M;
     tw_ = (d.ow + M - 1) / M;
     wp_ = tw_ * M + 2;
@@ -67,7 +86,10 @@ class WinogradConv final : public HostConv {
     rc_ = std::min(rc_, std::max<int64_t>(1, rows / (3 * nthreads_)));
     tc_ = round_up(rc_ * tw_, kRows);
     u_ = Tensor({d.g * F * op_ * d.icg() * kCols});
-    transform_filters(*wei_);
+    if (bwd)
+      transform_filters(bwd_as_fwd::filter(d_, *wei_));
+    else
+      transform_filters(*wei_);
     s_.clear();
     v_.clear();
     m_.clear();
@@ -82,7 +104,7 @@ class WinogradConv final : public HostConv {
   }
 
   void run_dir() override {
-    const int64_t chunks = (d_.mb * th_ + rc_ - 1) / rc_, items = d_.g * chunks;
+    const int64_t chunks = (e_.mb * th_ + rc_ - 1) / rc_, items = e_.g * chunks;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
     for (int64_t it = 0; it < items; ++it) {
       const int t = omp_get_thread_num();
@@ -100,9 +122,9 @@ class WinogradConv final : public HostConv {
  private:
   void transform_filters(const Tensor& wei) {
     u_.fill(0);
-    const int64_t icg = d_.icg(), ocg = d_.ocg();
+    const int64_t icg = e_.icg(), ocg = e_.ocg();
     float u[F];
-    for (int64_t g = 0; g < d_.g; ++g)
+    for (int64_t g = 0; g < e_.g; ++g)
       for (int64_t o = 0; o < ocg; ++o)
         for (int64_t c = 0; c < icg; ++c) {
           wino::filter_transform<M>(wei.data() + ((g * ocg + o) * icg + c) * 9, u);
@@ -115,9 +137,9 @@ class WinogradConv final : public HostConv {
   // zero where they fall in the padding: column X holds source column X - pw. prev: the same
   // for tile row ty - 1 (its last alpha - m rows are this one's first), or null.
   void copy_rows(int64_t n, int64_t g, int64_t ty, const float* prev, float* s) const {
-    const int64_t ih = d_.ih, iw = d_.iw, icg = d_.icg(), row = wp_ * kLanes;
-    const int64_t x0 = std::max<int64_t>(0, d_.pw);
-    const int64_t cols = std::max<int64_t>(0, std::min(iw - (x0 - d_.pw), wp_ - x0));
+    const int64_t ih = e_.ih, iw = e_.iw, icg = e_.icg(), row = wp_ * kLanes;
+    const int64_t x0 = std::max<int64_t>(0, e_.pw);
+    const int64_t cols = std::max<int64_t>(0, std::min(iw - (x0 - e_.pw), wp_ - x0));
     for (int64_t cb = 0; cb < cb_; ++cb) {
       const int nc = int(std::min<int64_t>(kLanes, icg - cb * kLanes));
       for (int i = 0; i < A; ++i) {
@@ -126,15 +148,14 @@ class WinogradConv final : public HostConv {
           std::memcpy(p, prev + (cb * A + i + M) * row, row * sizeof(float));
           continue;
         }
-        const int64_t sy = ty * M + i - d_.ph;
+        const int64_t sy = ty * M + i - e_.ph;
         if (sy < 0 || sy >= ih || cols == 0) {
           std::memset(p, 0, row * sizeof(float));
           continue;
         }
         std::memset(p, 0, x0 * kLanes * sizeof(float));
         std::memset(p + (x0 + cols) * kLanes, 0, (wp_ - x0 - cols) * kLanes * sizeof(float));
-        const float* q =
-            src_->data() + ((n * d_.ic + g * icg + cb * kLanes) * ih + sy) * iw + (x0 - d_.pw);
+        const float* q = in_ + ((n * e_.ic + g * icg + cb * kLanes) * ih + sy) * iw + (x0 - e_.pw);
         for (int64_t x = 0; x < cols; x += 16)
           wino::interleave16(q + x, ih * iw, nc, int(std::min<int64_t>(16, cols - x)),
                              p + (x0 + x) * kLanes);
@@ -145,8 +166,8 @@ class WinogradConv final : public HostConv {
   // Chunk c (tile rows c * rc_ ...) of group g on one thread's buffers: s (source rows), v
   // (V[p][t][ic]), mb (M[p][t][oc]) and y (one tile row of output, [oc][M rows][ow]).
   void chunk(int64_t g, int64_t c, float* s, float* v, float* mb, float* y) {
-    const int64_t r0 = c * rc_, nr = std::min(rc_, d_.mb * th_ - r0), nt = nr * tw_;
-    const int64_t icg = d_.icg(), rows = cb_ * A * wp_ * kLanes;
+    const int64_t r0 = c * rc_, nr = std::min(rc_, e_.mb * th_ - r0), nt = nr * tw_;
+    const int64_t icg = e_.icg(), rows = cb_ * A * wp_ * kLanes;
     for (int64_t k = 0; k < nr; ++k) {
       float* sk = s + k * rows;
       const int64_t ty = (r0 + k) % th_;
@@ -172,13 +193,13 @@ class WinogradConv final : public HostConv {
                                  mb + (p * tc_ + (b1 - 1) * kRows) * ms_ + ob * kCols, ms_, icg,
                                  u + icg * kCols);
         }
-    const int64_t ocg = d_.ocg(), oh = d_.oh, ow = d_.ow;
+    const int64_t ocg = e_.ocg(), oh = e_.oh, ow = e_.ow;
     for (int64_t k = 0; k < nr; ++k) {
       for (int64_t x = 0; x < tw_; ++x) output_tile(x, mb + (k * tw_ + x) * ms_, y);
       // The tile row's M output rows of each channel are one contiguous span of dst.
       const int64_t n = (r0 + k) / th_, y0 = (r0 + k) % th_ * M, ny = std::min<int64_t>(M, oh - y0);
       for (int64_t o = 0; o < ocg; ++o)
-        wino::stream_copy(dst_.data() + ((n * d_.oc + g * ocg + o) * oh + y0) * ow, y + o * M * ow,
+        wino::stream_copy(dst_.data() + ((n * e_.oc + g * ocg + o) * oh + y0) * ow, y + o * M * ow,
                           ny * ow);
     }
     wino::stream_fence();
@@ -187,7 +208,7 @@ class WinogradConv final : public HostConv {
   // Output tile x of a tile row = A^T M A for the group's output channels, 16 at a time, into
   // y[oc][M rows][ow], clipped at the right edge.
   void output_tile(int64_t x, const float* m, float* y) const {
-    const int64_t ocg = d_.ocg(), ow = d_.ow, x0 = x * M;
+    const int64_t ocg = e_.ocg(), ow = e_.ow, x0 = x * M;
     const int nx = int(std::min<int64_t>(M, ow - x0));
     alignas(64) float t[16][kLanes] = {}, tr[kLanes][16];
     for (int64_t o0 = 0; o0 < ocg; o0 += kLanes) {
@@ -209,6 +230,8 @@ class WinogradConv final : public HostConv {
     }
   }
 
+  ConvDesc e_;                 // the forward problem run: d_, or bwd_d's (bwd_as_fwd::desc)
+  const float* in_ = nullptr;  // its input: src or diff_dst
   int64_t th_ = 0, tw_ = 0, wp_ = 0, cb_ = 0, op_ = 0, vs_ = 0, ms_ = 0;
   int64_t rc_ = 0, tc_ = 0;  // tile rows per chunk; tiles per chunk, rounded up to kRows
   int nthreads_ = 1;
