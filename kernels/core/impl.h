@@ -41,6 +41,16 @@ class Impl {
   virtual size_t workspace_bytes() const { return 0; }
   // Extra named figures an implementation wants reported (e.g. kernel-only time), optional.
   virtual std::vector<std::pair<std::string, double>> extra_counters() const { return {}; }
+
+  // Network composition (kernels/net), optional. The tensors given to prepare() hold new
+  // contents (the network's next step: new activations, updated weights): redo what prepare()
+  // derived from them (weight repacks and transforms, copies into other layouts, argmax
+  // records), keeping output_view() pointers valid. Part of the caller's timed step. Returns
+  // false when not supported: the caller then prepares again and reads outputs via result().
+  virtual bool refresh() { return false; }
+  // The host tensor run() writes output i into, valid while refresh() works; nullptr when the
+  // output lives elsewhere (a device, another layout) and only result() gives it.
+  virtual const Tensor* output_view(size_t) const { return nullptr; }
 };
 
 // One registry line: the name, a factory, and why it is unavailable here ("" when available),

@@ -62,6 +62,10 @@ class ActCpuNative : public ActImpl {
     for (const Tensor& t : out_) v.push_back(t.clone());
     return v;
   }
+  bool refresh() override { return true; }  // run() reads the inputs; nothing is derived
+  const Tensor* output_view(size_t i) const override {
+    return i < out_.size() ? &out_[i] : nullptr;
+  }
 
  private:
   void eltwise_fwd() {

@@ -23,6 +23,7 @@ class ActOclNative : public ActImpl {
   void prepare(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
+    in_.clear(), out_.clear();  // prepare() may be called again (a network's next step)
     int func = d.func == ActFunc::relu ? 0 : d.func == ActFunc::sigmoid ? 1 : 2;
     cl_program prog = build_.load("act/native.cl", "-DFUNC=" + std::to_string(func));
     for (const Tensor* t : in) {

@@ -72,6 +72,8 @@ class ActOnednn : public ActImpl {
     v.push_back(out_.clone());
     return v;
   }
+  bool refresh() override { return true; }  // the primitive reads the inputs in place
+  const Tensor* output_view(size_t i) const override { return i == 0 ? &out_ : nullptr; }
 
  private:
   ActDesc d_;

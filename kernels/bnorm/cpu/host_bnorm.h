@@ -31,6 +31,13 @@ class HostBnorm : public BnormImpl {
     for (size_t i = 0; i < vectors; ++i) out_.emplace_back(Dims{d.ic});
     prepare_more();
   }
+  bool refresh() override {
+    prepare_more();
+    return true;
+  }
+  const Tensor* output_view(size_t i) const override {
+    return i < out_.size() ? &out_[i] : nullptr;
+  }
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
     for (const Tensor& t : out_) v.push_back(t.clone());

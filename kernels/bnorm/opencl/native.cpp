@@ -26,6 +26,7 @@ class BnormOclNative : public BnormImpl {
   void prepare(const BnormDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
+    bufs_.clear(), outs_.clear();  // prepare() may be called again (a network's next step)
     std::string opts = "-DWG=" + std::to_string(kWG) + " -DRELU=" + std::to_string(int(d.relu));
     cl_program prog = build_.load("bnorm/native.cl", opts);
     // Inputs in bnorm.h's order; gamma/beta default to 1/0 without the flags.

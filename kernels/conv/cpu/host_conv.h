@@ -49,6 +49,13 @@ class HostConv : public ConvImpl {
     run_dir();
     if (dir_ == Dir::bwd_w) conv_bias_grad(d_, diff_dst_->data(), diff_bias_.data());
   }
+  bool refresh() override {
+    refresh_more();
+    return true;
+  }
+  const Tensor* output_view(size_t i) const override {
+    return i == 0 ? &dst_ : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
+  }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(dst_.clone());
@@ -65,6 +72,8 @@ class HostConv : public ConvImpl {
     return Support::no(name() + " runs fwd only (no bwd_w yet)");
   }
   virtual void prepare_more() {}
+  // New input contents: redo what prepare_more() derived from them (by default all of it).
+  virtual void refresh_more() { prepare_more(); }
   virtual void run_dir() = 0;  // computes dst_ for dir_
   ConvDesc d_;
   Dir dir_ = Dir::fwd;

@@ -104,20 +104,45 @@ class OnednnConv : public ConvImpl {
       b_ = build(d, dir, alg_);
       auto& eng = onednn::engine();
       args_.clear();
+      reorders_.clear();
+      views_.clear();
       ws_ = 0;
+      // Inputs in NCHW/goihw are read in place; others are reordered here and in refresh().
       for (size_t i = 0; i < b_.inputs.size(); ++i) {
         const auto& [arg, md] = b_.inputs[i];
         memory user(plain_md(in[i]->dims()), eng, const_cast<float*>(in[i]->data()));
+        if (md == user.get_desc()) {
+          args_[arg] = user;
+          continue;
+        }
         memory mine(md, eng);
-        dnnl::reorder(user, mine).execute(onednn::stream(), user, mine);
+        reorders_.emplace_back(user, mine);
         args_[arg] = mine;
-        if (md != user.get_desc()) ws_ += md.get_size();
+        ws_ += md.get_size();
       }
-      for (const auto& o : b_.outputs) args_[o.arg] = memory(o.md, eng);
-      onednn::stream().wait();
+      refresh();
+      // Outputs in NCHW/goihw are written straight into host tensors (output_view()).
+      for (const auto& o : b_.outputs) {
+        if (o.md == plain_md(o.dims)) {
+          views_.emplace_back(o.dims);
+          args_[o.arg] = memory(o.md, eng, views_.back().data());
+        } else {
+          views_.emplace_back();
+          args_[o.arg] = memory(o.md, eng);
+        }
+      }
     } catch (const dnnl::error& e) {
       throw Unsupported("oneDNN conv " + name_ + ": " + e.what());
     }
+  }
+  bool refresh() override {
+    for (auto& [user, mine] : reorders_)
+      dnnl::reorder(user, mine).execute(onednn::stream(), user, mine);
+    onednn::stream().wait();
+    return true;
+  }
+  const Tensor* output_view(size_t i) const override {
+    return i < views_.size() && views_[i].size() ? &views_[i] : nullptr;
   }
   void run() override { b_.prim.execute(onednn::stream(), args_); }
   void sync() override { onednn::stream().wait(); }
@@ -146,6 +171,8 @@ class OnednnConv : public ConvImpl {
   algorithm alg_;
   Built b_;
   std::unordered_map<int, memory> args_;
+  std::vector<std::pair<memory, memory>> reorders_;  // (NCHW input, oneDNN's layout)
+  std::vector<Tensor> views_;                        // host outputs, or empty when blocked
   size_t ws_ = 0;
 };
 

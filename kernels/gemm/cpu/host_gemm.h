@@ -19,6 +19,11 @@ class HostGemm : public GemmImpl {
     c_ = in[2]->clone();
     prepare_more();
   }
+  bool refresh() override {
+    prepare_more();
+    return true;
+  }
+  const Tensor* output_view(size_t i) const override { return i == 0 ? &c_ : nullptr; }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(c_.clone());

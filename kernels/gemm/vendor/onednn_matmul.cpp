@@ -20,6 +20,7 @@ class OnednnMatmul : public HostGemm {
                   {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
   }
   void sync() override { onednn::stream().wait(); }
+  bool refresh() override { return true; }  // the primitive reads A and B in place
 
  protected:
   void prepare_more() override {

@@ -22,6 +22,11 @@ class HostPool : public PoolImpl {
     out_ = dir == Dir::fwd ? Tensor({d.mb, d.ic, d.oh, d.ow}) : Tensor({d.mb, d.ic, d.ih, d.iw});
     prepare_more();
   }
+  bool refresh() override {
+    prepare_more();
+    return true;
+  }
+  const Tensor* output_view(size_t i) const override { return i == 0 ? &out_ : nullptr; }
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
     v.push_back(out_.clone());
