@@ -1,4 +1,4 @@
-// primbench: the CLI for one shape now. `list`, `run <prim> <descriptor> ...`.
+// primbench: the CLI for one shape now. `list`, `run <prim> <descriptor> ...`, `net <network>`.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,6 +13,10 @@ const char* kUsage =
     "       primbench run <prim> <descriptor> [--dir fwd|bwd_d|bwd_w|bwd] [--impl "
     "<backend/algo>|all]\n"
     "                     [--check] [--reps N] [--threads N] [--seed S] [--json] [--save DIR]\n"
+    "       primbench net <network>|--list [--backend cpu|onednn|ocl|ref] [--policy "
+    "best|first|<algo>]\n"
+    "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"
+    "                     [--find-cache FILE|off] [--busbw GB/s] [--seed S]\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"
     "             3 the implementation is unavailable or does not support the shape\n";
 
@@ -27,7 +31,8 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "list") return pb::cli::cmd_list(argc, argv);
     if (cmd == "run") return pb::cli::cmd_run(argc, argv);
-    std::fprintf(stderr, "primbench: unknown command '%s' (list, run)\n", cmd.c_str());
+    if (cmd == "net") return pb::cli::cmd_net(argc, argv);
+    std::fprintf(stderr, "primbench: unknown command '%s' (list, run, net)\n", cmd.c_str());
     return 2;
   } catch (const pb::InputError& e) {
     std::fprintf(stderr, "primbench: %s\n", e.what());

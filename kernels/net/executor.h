@@ -1,0 +1,78 @@
+// The network executor: runs a Network's layers on the primitives' registered implementations,
+// for inference (forward) or a training step (forward, softmax cross-entropy, backward through
+// every layer, SGD update). Buffers are planned and implementations prepared once; every step
+// reuses them. Each primitive call is timed, so a step splits exactly into its layers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/core/tensor.h"
+#include "kernels/net/network.h"
+
+namespace pb {
+
+struct NetOptions {
+  // Which implementations run: "cpu" (cpu/*), "onednn" (onednn/*), "ocl" (ocl/*) or "ref" (the
+  // fp64 reference kernels, for checks). A layer the backend cannot run falls back to cpu/*,
+  // and the fallback is reported.
+  std::string backend = "cpu";
+  // "best": each call's fastest supporting implementation, timed once and cached in
+  // find_cache; "first": the backend's first supporting one in registry order; otherwise an
+  // algorithm name ("im2col", "winograd_f4", ...) used by every call that supports it.
+  std::string policy = "best";
+  bool train = false;
+  float lr = 0.01f;        // SGD step on the mean loss over the batch
+  uint64_t seed = 1;       // weights and the synthetic batch
+  std::string find_cache;  // "" = $PRIMBENCH_FIND_CACHE, else ~/.cache/primbench/find.tsv
+};
+
+// One primitive call of a step, as planned.
+struct CallInfo {
+  std::string layer, phase;  // e.g. "res2a_conv2", "fwd" / "bwd_d" / "bwd_w" / "bias" / "sgd"
+  std::string prim, desc;    // "conv", the descriptor text ("" for the executor's own steps)
+  std::string impl;          // "cpu/im2col", or "native" for the executor's own steps
+  std::string note;          // why this impl: "best of 4", "fallback: ...", "cached"
+  double last_ms = 0;        // its time in the last step
+  double flops = 0;
+};
+
+class Executor {
+ public:
+  Executor(const Network& net, const NetOptions& opt);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // One inference pass or one training step (per options); returns its wall time in ms.
+  double step();
+  // The mean cross-entropy loss of the last step (training, or inference with a loss layer).
+  double loss() const;
+  // The last layer's input of the loss (logits) or the last layer's output (no loss layer).
+  const Tensor& output() const;
+  // Per-call isolated time: each call run `reps` times on its own (after one step), the
+  // minimum kept; the sum is what the step would take with no composition overhead.
+  std::vector<double> isolated_ms(int reps);
+
+  const std::vector<CallInfo>& calls() const;
+  const Network& network() const;
+  // Bytes of every buffer the plan holds: activations, gradients, weights, the
+  // implementations' outputs and workspaces.
+  size_t planned_bytes() const;
+  int fallbacks() const;
+
+  // For checks: the network's input and labels (set before step()), every trainable tensor
+  // and its gradient after a training step (same order), named "<layer>.<what>".
+  Tensor& input();
+  Tensor& labels();
+  std::vector<std::pair<std::string, Tensor*>> params();
+  std::vector<const Tensor*> param_grads();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> p_;
+};
+
+}  // namespace pb

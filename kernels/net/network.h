@@ -1,0 +1,68 @@
+// A network definition: data/networks/<name>.txt, one layer per line, each with the primitive
+// descriptor it runs (conv, pool, bnorm, act) or a small layer spec (input, fc, add, loss).
+// Loading checks that the layers chain: every input shape is its producer's output shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/act/desc.h"
+#include "kernels/bnorm/desc.h"
+#include "kernels/conv/desc.h"
+#include "kernels/pool/desc.h"
+
+namespace pb {
+
+// Line grammar:  <layer> <kind> [<descriptor>] [bias] [< <in>[,<in>]]   # comment
+//   input  c<C>h<H>[w<W>]                    the batch of images (or feature vectors: h1)
+//   conv   <conv descriptor> [bias]           + a per-channel bias when `bias` is given
+//   pool   <pool descriptor>
+//   bnorm  <bnorm descriptor>                 training statistics; inference uses running ones
+//   act    <act descriptor>                   relu / sigmoid / tanh
+//   fc     oc<N> [bias]                       fully connected over the flattened input (GEMM)
+//   add    < a,b                              elementwise sum (residual)
+//   loss   <act descriptor with xent>         softmax cross-entropy over the classes
+// The input is the previous line's layer unless `< name[,name]` says otherwise. The mb of every
+// descriptor is the batch; the executor rewrites it for other batch sizes.
+enum class LayerKind { input, conv, pool, bnorm, act, fc, add, loss };
+std::string layer_kind_str(LayerKind k);
+
+struct Shape {
+  int64_t c = 0, h = 1, w = 1;
+  int64_t size() const { return c * h * w; }
+  bool operator==(const Shape& o) const { return c == o.c && h == o.h && w == o.w; }
+  std::string str() const;  // "64x56x56"
+};
+
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::input;
+  std::vector<int> inputs;  // indices of producer layers
+  bool bias = false;        // conv, fc
+  ConvDesc conv;
+  PoolDesc pool;
+  BnormDesc bnorm;
+  ActDesc act;         // act, loss
+  int64_t fc_out = 0;  // fc: output features
+  Shape in, out;       // per image
+  int line = 0;
+  int64_t params() const;  // trainable parameters (weights + bias + scale/shift)
+};
+
+struct Network {
+  std::string name, file;
+  int64_t mb = 0;
+  std::vector<Layer> layers;
+
+  // Loads data/networks/<name>.txt (or a path ending in .txt); throws InputError naming
+  // "<file>:<line> layer <name>: <field>" when a line is malformed or does not chain.
+  static Network load(const std::string& name_or_path);
+  static std::vector<std::string> list();  // available network names
+  // The same network at another batch size (every descriptor's mb rewritten).
+  Network with_batch(int64_t mb) const;
+  int64_t params() const;
+  bool has_loss() const { return !layers.empty() && layers.back().kind == LayerKind::loss; }
+};
+
+}  // namespace pb

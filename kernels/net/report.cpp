@@ -1,0 +1,132 @@
+// Network measurement and reports (see report.h).
+#include "kernels/net/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "kernels/core/io.h"
+
+namespace pb {
+
+NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps) {
+  NetResult r;
+  const Network& net = ex.network();
+  r.network = net.name, r.backend = opt.backend, r.policy = opt.policy;
+  r.mode = opt.train ? "train" : "infer";
+  r.batch = net.mb;
+  for (int i = 0; i < warmup; ++i) ex.step();
+  std::vector<std::pair<double, std::vector<double>>> steps;
+  for (int i = 0; i < std::max(1, reps); ++i) {
+    const double ms = ex.step();
+    std::vector<double> per;
+    for (const CallInfo& c : ex.calls()) per.push_back(c.last_ms);
+    steps.emplace_back(ms, std::move(per));
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto& med = steps[steps.size() / 2];
+  r.step_ms = med.first;
+  r.loss = ex.loss();
+  std::vector<double> alone = ex.isolated_ms(std::max(1, std::min(reps, 3)));
+  r.peak_mb = ex.planned_bytes() / 1e6;
+  r.items_per_s = r.batch / (r.step_ms / 1e3);
+  r.fallbacks = ex.fallbacks();
+  std::map<std::string, size_t> row_of;
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    LayerRow row;
+    row.layer = net.layers[i].name;
+    row.kind = layer_kind_str(net.layers[i].kind);
+    row.grad_bytes = net.layers[i].params() * 4;
+    row_of[row.layer] = r.layers.size();
+    r.layers.push_back(row);
+  }
+  for (size_t i = 0; i < ex.calls().size(); ++i) {
+    const CallInfo& c = ex.calls()[i];
+    LayerRow& row = r.layers[row_of[c.layer]];
+    row.ms += med.second[i];
+    row.alone_ms += alone[i];
+    r.predicted_ms += alone[i];
+    if (c.impl != "native") row.impls += (row.impls.empty() ? "" : ", ") + c.phase + " " + c.impl;
+    if (c.note.rfind("fallback", 0) == 0 || c.note.find("; fallback") != std::string::npos)
+      row.notes += (row.notes.empty() ? "" : "; ") + c.phase + ": " + c.note;
+  }
+  for (LayerRow& row : r.layers) row.share = r.step_ms > 0 ? row.ms / r.step_ms : 0;
+  return r;
+}
+
+std::vector<Projection> project_data_parallel(const NetResult& r, double busbw_gbs,
+                                              const std::vector<int>& ranks) {
+  double bytes = 0;
+  for (const LayerRow& l : r.layers) bytes += l.grad_bytes;
+  std::vector<Projection> v;
+  for (int p : ranks) {
+    Projection pr;
+    pr.ranks = p;
+    pr.allreduce_ms = busbw_gbs > 0 ? 2.0 * (p - 1) / p * bytes / (busbw_gbs * 1e9) * 1e3 : 0;
+    pr.step_ms = r.step_ms + pr.allreduce_ms;
+    pr.efficiency = r.step_ms / pr.step_ms;
+    v.push_back(pr);
+  }
+  return v;
+}
+
+std::string table(const NetResult& r) {
+  std::string s;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-18s %-6s %10s %7s %10s  %s\n", "layer", "kind", "ms", "share",
+                "alone_ms", "implementations");
+  s += buf;
+  for (const LayerRow& l : r.layers) {
+    if (l.ms == 0 && l.impls.empty()) continue;
+    std::snprintf(buf, sizeof buf, "%-18s %-6s %10.3f %6.1f%% %10.3f  %s%s%s\n", l.layer.c_str(),
+                  l.kind.c_str(), l.ms, 100 * l.share, l.alone_ms, l.impls.c_str(),
+                  l.notes.empty() ? "" : "  [", l.notes.empty() ? "" : (l.notes + "]").c_str());
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "%s %s %s/%s batch %lld: %.2f ms per batch, %.1f %s/s; sum of layers alone "
+                "%.2f ms (measured/predicted %.3f); planned memory %.1f MB; loss %.4f; "
+                "%d fallback(s)\n",
+                r.network.c_str(), r.mode.c_str(), r.backend.c_str(), r.policy.c_str(),
+                static_cast<long long>(r.batch), r.step_ms, r.items_per_s, "items", r.predicted_ms,
+                r.step_ms / r.predicted_ms, r.peak_mb, r.loss, r.fallbacks);
+  s += buf;
+  return s;
+}
+
+std::string to_json(const NetResult& r, const std::vector<Projection>& proj, double busbw) {
+  std::string s = "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
+                  ",\"policy\":" + json_str(r.policy) + ",\"mode\":" + json_str(r.mode) +
+                  ",\"batch\":" + json_num(static_cast<double>(r.batch)) +
+                  ",\"ms_per_batch\":" + json_num(r.step_ms) +
+                  ",\"items_per_s\":" + json_num(r.items_per_s) +
+                  ",\"predicted_ms\":" + json_num(r.predicted_ms) +
+                  ",\"measured_over_predicted\":" + json_num(r.step_ms / r.predicted_ms) +
+                  ",\"peak_MB\":" + json_num(r.peak_mb) + ",\"loss\":" + json_num(r.loss) +
+                  ",\"fallbacks\":" + json_num(r.fallbacks) + ",\"layers\":[";
+  bool first = true;
+  for (const LayerRow& l : r.layers) {
+    s += std::string(first ? "" : ",") + "{\"layer\":" + json_str(l.layer) +
+         ",\"kind\":" + json_str(l.kind) + ",\"ms\":" + json_num(l.ms) +
+         ",\"share\":" + json_num(l.share) + ",\"alone_ms\":" + json_num(l.alone_ms) +
+         ",\"impls\":" + json_str(l.impls) + ",\"notes\":" + json_str(l.notes) +
+         ",\"grad_bytes\":" + json_num(static_cast<double>(l.grad_bytes)) + "}";
+    first = false;
+  }
+  s += "],\"data_parallel_projection\":{\"note\":" +
+       json_str(
+           "a projection, not a measurement: step + ring all-reduce of all gradients at "
+           "the given busbw, no overlap") +
+       ",\"busbw_GBs\":" + json_num(busbw) + ",\"ranks\":[";
+  first = true;
+  for (const Projection& p : proj) {
+    s += std::string(first ? "" : ",") + "{\"p\":" + json_num(p.ranks) +
+         ",\"allreduce_ms\":" + json_num(p.allreduce_ms) + ",\"step_ms\":" + json_num(p.step_ms) +
+         ",\"efficiency\":" + json_num(p.efficiency) + "}";
+    first = false;
+  }
+  return s + "]}}";
+}
+
+}  // namespace pb

@@ -1,0 +1,49 @@
+// Measuring a planned network: step times, the per-layer breakdown, predicted (sum of the
+// calls timed alone) vs measured, and a data-parallel projection. Shared by `primbench net`
+// and bench_networks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/net/executor.h"
+
+namespace pb {
+
+struct LayerRow {
+  std::string layer, kind, impls;  // impls: "fwd cpu/im2col, bwd_d ..., bwd_w ..."
+  double ms = 0, share = 0;        // summed over its calls in the median step
+  double alone_ms = 0;             // its calls timed alone
+  std::string notes;               // fallbacks
+  int64_t grad_bytes = 0;          // trainable parameters' bytes (what all-reduce moves)
+};
+
+struct NetResult {
+  std::string network, backend, policy, mode;
+  int64_t batch = 0;
+  double step_ms = 0;       // median over reps
+  double predicted_ms = 0;  // sum of the calls' isolated times
+  double items_per_s = 0;
+  double peak_mb = 0;
+  double loss = 0;
+  int fallbacks = 0;
+  std::vector<LayerRow> layers;
+};
+
+// Runs `warmup` steps, then `reps` timed steps (median), then times every call alone.
+NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps);
+
+// Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
+// every gradient (ring: 2(p-1)/p * bytes / busbw, with busbw in GB/s as tools/allreduce
+// reports it), with no overlap of communication and backward (an upper bound).
+struct Projection {
+  int ranks = 0;
+  double allreduce_ms = 0, step_ms = 0, efficiency = 0;
+};
+std::vector<Projection> project_data_parallel(const NetResult& r, double busbw_gbs,
+                                              const std::vector<int>& ranks);
+
+std::string table(const NetResult& r);  // the per-layer breakdown, text
+std::string to_json(const NetResult& r, const std::vector<Projection>& proj, double busbw);
+
+}  // namespace pb

@@ -1,0 +1,187 @@
+// Network executor checks: network files load and chain (and broken ones are rejected with the
+// layer and field named); each backend's forward output and training gradients equal the
+// reference composition on a tiny ResNet; finite differences on a tiny MLP; SGD lowers the loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "kernels/availability.h"
+#include "kernels/core/check.h"
+#include "kernels/core/error.h"
+#include "kernels/net/executor.h"
+#include "tests/cli_runner.h"
+
+using pb::test::CliResult;
+using pb::test::run_cli;
+
+namespace pb {
+namespace {
+
+std::string temp_net(const std::string& body) {
+  static int n = 0;
+  const std::string path = testing::TempDir() + "pb_net_" + std::to_string(n++) + ".txt";
+  std::ofstream(path) << body;
+  return path;
+}
+
+// The InputError message of loading `body`, or "" when it loads.
+std::string load_error(const std::string& body) {
+  try {
+    Network::load(temp_net(body));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+CheckResult compare(const Tensor& got, const Tensor& ref) {
+  Comparator c;
+  EXPECT_EQ(got.size(), ref.size());
+  for (int64_t i = 0; i < std::min(got.size(), ref.size()); ++i) c.add(i, got[i], ref[i]);
+  return c.finish(tolerance("net", "*", false), false);
+}
+
+NetOptions options(const std::string& backend, const std::string& policy, bool train) {
+  NetOptions o;
+  o.backend = backend, o.policy = policy, o.train = train, o.find_cache = "off";
+  o.lr = 0;  // gradients are compared at the initial weights
+  return o;
+}
+
+bool backend_available(const std::string& b) {
+  if (b == "onednn") return onednn_unavailable().empty();
+  if (b == "ocl") return opencl_unavailable().empty();
+  return true;
+}
+
+TEST(NetSmoke, ShippedNetworksLoadWithTheirParameterCounts) {
+  // torchvision's counts for the same layers (AlexNet has 3 more fc biases there: none missing).
+  EXPECT_EQ(Network::load("resnet50").params(), 25557032);
+  EXPECT_EQ(Network::load("vgg16").params(), 138357544);
+  EXPECT_EQ(Network::load("alexnet").params(), 61100840);
+  for (const auto& n : Network::list()) {
+    SCOPED_TRACE(n);
+    Network net = Network::load(n);
+    EXPECT_TRUE(net.has_loss());
+    EXPECT_EQ(net.with_batch(3).mb, 3);
+  }
+}
+
+TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
+  const std::string head = "data input mb2c3h8\n";
+  EXPECT_NE(load_error(head + "c1 conv mb2ic4ih8oc4kh3ph1\n").find("layer c1: ic"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "c1 conv mb2ic3ih9oc4kh3ph1\n").find("layer c1: ih"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "c1 conv mb4ic3ih8oc4kh3ph1\n").find("layer c1: mb"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1\nc2 conv mb2ic3ih8oc4kh3ph1 < c1\n")
+                .find("layer c2: ic"),
+            std::string::npos);
+  EXPECT_NE(
+      load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1\na add < c1,data\n").find("layer a: input"),
+      std::string::npos);
+  EXPECT_NE(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1 < nowhere\n").find("layer c1: input"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "c1 pooling mb2ic3ih8kh2sh2\n").find("layer c1: kind"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1xx\n").find("layer c1"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "f fc oc10\nl loss xent_mb2ic10\nr act relu_mb2ic10\n").find("loss"),
+            std::string::npos);
+  EXPECT_EQ(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1 bias\nf fc oc10\nl loss xent_mb2ic10\n"),
+            "");
+  EXPECT_THROW(Network::load("no_such_network"), InputError);
+  EXPECT_THROW(Network::load("tiny_mlp").with_batch(0), InputError);
+  EXPECT_THROW(Executor(Network::load("tiny_mlp"), options("gpu", "best", false)), InputError);
+}
+
+// Every backend x policy against the fp64 reference composition, inference and training.
+TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
+  const Network net = Network::load("tiny_resnet");
+  for (bool train : {false, true}) {
+    Executor ref(net, options("ref", "first", train));
+    ref.step();
+    std::vector<const Tensor*> ref_grads = ref.param_grads();
+    for (const char* backend : {"cpu", "onednn", "ocl"}) {
+      if (!backend_available(backend)) continue;
+      for (const char* policy : {"first", "best", "im2col", "winograd_f4", "direct"}) {
+        SCOPED_TRACE(std::string(backend) + " " + policy + (train ? " train" : " infer"));
+        Executor ex(net, options(backend, policy, train));
+        ex.step();
+        ex.step();  // a second step must give the same (lr 0): nothing stale, nothing doubled
+        CheckResult r = compare(ex.output(), ref.output());
+        EXPECT_TRUE(r.pass) << r.summary();
+        EXPECT_NEAR(ex.loss(), ref.loss(), 1e-4 * std::fabs(ref.loss()));
+        if (!train) continue;
+        std::vector<const Tensor*> g = ex.param_grads();
+        auto names = ex.params();
+        ASSERT_EQ(g.size(), ref_grads.size());
+        for (size_t i = 0; i < g.size(); ++i) {
+          CheckResult rg = compare(*g[i], *ref_grads[i]);
+          EXPECT_TRUE(rg.pass) << names[i].first << ": " << rg.summary();
+        }
+      }
+    }
+  }
+}
+
+TEST(NetSmoke, GradientsMatchFiniteDifferences) {
+  Network net = Network::load("tiny_mlp");
+  Executor ex(net, options("cpu", "first", true));
+  ex.step();
+  auto params = ex.params();
+  std::vector<const Tensor*> grads = ex.param_grads();
+  std::vector<Tensor> g;  // copies: later steps overwrite the gradients
+  for (const Tensor* t : grads) g.push_back(t->clone());
+  int checked = 0;
+  for (size_t p = 0; p < params.size(); ++p) {
+    Tensor& w = *params[p].second;
+    for (int64_t i = 0; i < w.size(); i += std::max<int64_t>(1, w.size() / 5)) {
+      const float keep = w[i], h = 1e-2f;
+      w[i] = keep + h;
+      ex.step();
+      const double up = ex.loss();
+      w[i] = keep - h;
+      ex.step();
+      const double down = ex.loss();
+      w[i] = keep;
+      // loss() is the mean over the batch; the gradients are of the summed loss.
+      const double fd = (up - down) / (2.0 * h) * net.mb;
+      EXPECT_NEAR(g[p][i], fd, 2e-3 + 1e-2 * std::fabs(fd)) << params[p].first << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+TEST(NetSmoke, SgdLowersTheLossOnAFixedBatch) {
+  NetOptions o = options("cpu", "best", true);
+  o.lr = 0.1f;
+  Executor ex(Network::load("tiny_resnet"), o);
+  ex.step();
+  const double first = ex.loss();
+  for (int i = 0; i < 15; ++i) ex.step();
+  EXPECT_LT(ex.loss(), 0.5 * first) << "first " << first << ", last " << ex.loss();
+}
+
+TEST(NetSmoke, CliReportsAndRejects) {
+  CliResult ok = run_cli("net tiny_mlp --train --reps 2 --find-cache off --busbw 10");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("tiny_mlp train cpu/best"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("PROJECTION"), std::string::npos) << ok.out;
+  CliResult missing = run_cli("net no_such_net");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.out.find("network"), std::string::npos);
+  CliResult backend = run_cli("net tiny_mlp --backend gpu");
+  EXPECT_EQ(backend.status, 2);
+  EXPECT_NE(backend.out.find("backend"), std::string::npos);
+  CliResult batch = run_cli("net tiny_mlp --batch 0");
+  EXPECT_EQ(batch.status, 2);
+}
+
+}  // namespace
+}  // namespace pb
