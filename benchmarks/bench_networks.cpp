@@ -1,0 +1,157 @@
+// bench_networks: whole networks composed from the kernels (kernels/net), one benchmark per
+// (network, backend, policy, mode): net/<network>/<backend>/<policy>/<mode>. Each is planned
+// once (the `best` policy times every candidate on the first plan and caches the choice), then
+// every iteration is one inference pass or one training step, timed by hand.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmarks/bench_common.h"
+#include "kernels/core/error.h"
+#include "kernels/core/io.h"
+#include "kernels/environment.h"
+#include "kernels/net/report.h"
+
+namespace {
+
+using pb::bench::flag_int;
+using pb::bench::split_list;
+
+struct Flags {
+  std::vector<std::string> nets, backends = {"cpu", "onednn"}, policies = {"best"},
+                                 modes = {"infer", "train"};
+  bool only_default = false;
+  int batch = 0;
+  std::string find_cache, layers_dir;
+};
+
+// The quick default run: AlexNet both modes, ResNet-50 inference, FCN-5 training, on cpu/best
+// and onednn (all layers oneDNN where it has them).
+const std::vector<std::string> kDefault = {"alexnet/infer", "alexnet/train", "resnet50/infer",
+                                           "fcn5/train"};
+
+Flags take_flags(int* argc, char** argv) {
+  Flags f;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--primbench_", 0) != 0) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    const size_t eq = a.find('=');
+    const std::string key = a.substr(0, eq), val = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (key == "--primbench_nets" || key == "--primbench_sets")
+      f.nets = split_list(val);
+    else if (key == "--primbench_backends")
+      f.backends = split_list(val);
+    else if (key == "--primbench_policies")
+      f.policies = split_list(val);
+    else if (key == "--primbench_modes")
+      f.modes = split_list(val);
+    else if (key == "--primbench_default")
+      f.only_default = true;
+    else if (key == "--primbench_batch")
+      f.batch = flag_int(key, val, 1);
+    else if (key == "--primbench_find_cache")
+      f.find_cache = val;
+    else if (key == "--primbench_layers_dir")
+      f.layers_dir = val;
+    else if (key == "--primbench_seed" || key == "--primbench_check" || key == "--primbench_dirs")
+      continue;  // accepted for tools/bench's common flags; they do not apply here
+    else
+      throw pb::InputError(key,
+                           "unknown flag (bench_networks: --primbench_nets, _backends, "
+                           "_policies, _modes, _default, _batch, _find_cache, _layers_dir)");
+  }
+  *argc = out;
+  for (const auto& m : f.modes)
+    if (m != "infer" && m != "train")
+      throw pb::InputError("--primbench_modes", "'" + m + "' is not infer or train");
+  return f;
+}
+
+void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt,
+         const std::string& layers_dir) {
+  std::unique_ptr<pb::Executor> ex;
+  try {
+    ex = std::make_unique<pb::Executor>(net, opt);
+    ex->step();  // warm-up
+  } catch (const pb::Unsupported& e) {
+    st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
+    return;
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
+  double total_ms = 0;
+  for (auto _ : st) {
+    const double ms = ex->step();
+    total_ms += ms;
+    st.SetIterationTime(ms / 1e3);
+  }
+  // One more step with the per-call breakdown, then every call timed alone.
+  pb::NetResult r = pb::measure_network(*ex, opt, 0, 1);
+  const double iters = static_cast<double>(st.iterations());
+  st.counters["images_per_s"] = net.mb * iters / (total_ms / 1e3);  // samples/s for FCN
+  st.counters["ms_per_batch"] = r.step_ms;
+  st.counters["predicted_ms"] = r.predicted_ms;
+  st.counters["measured_over_predicted"] = r.step_ms / r.predicted_ms;
+  st.counters["peak_MB"] = r.peak_mb;
+  st.counters["fallbacks"] = r.fallbacks;
+  st.counters["batch"] = static_cast<double>(net.mb);
+  st.SetLabel(net.name + " batch " + std::to_string(net.mb));
+  if (!layers_dir.empty())
+    pb::write_file_atomic(
+        layers_dir + "/" + net.name + "_" + opt.backend + "_" + opt.policy + "_" + r.mode + ".json",
+        pb::to_json(r, {}, 0) + "\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Flags f = take_flags(&argc, argv);
+    std::vector<std::string> nets = f.nets.empty() ? pb::Network::list() : f.nets;
+    for (const std::string& n : nets) {
+      if (n.rfind("tiny_", 0) == 0 && f.nets.empty()) continue;  // check networks
+      pb::Network net = pb::Network::load(n);
+      if (f.batch) net = net.with_batch(f.batch);
+      for (const std::string& backend : f.backends)
+        for (const std::string& policy : f.policies)
+          for (const std::string& mode : f.modes) {
+            if (f.only_default &&
+                std::find(kDefault.begin(), kDefault.end(), n + "/" + mode) == kDefault.end())
+              continue;
+            pb::NetOptions opt;
+            opt.backend = backend;
+            // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
+            opt.policy = backend == "onednn" && policy == "best" ? "first" : policy;
+            opt.train = mode == "train";
+            opt.find_cache = f.find_cache;
+            const std::string name =
+                "net/" + net.name + "/" + backend + "/" + opt.policy + "/" + mode;
+            const std::string dir = f.layers_dir;
+            benchmark::RegisterBenchmark(
+                name.c_str(), [net, opt, dir](benchmark::State& st) { run(st, net, opt, dir); })
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->Iterations(3);
+          }
+    }
+    for (const auto& [k, v] : pb::environment_facts()) benchmark::AddCustomContext(k, v);
+  } catch (const pb::InputError& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
