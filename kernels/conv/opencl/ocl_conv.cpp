@@ -14,24 +14,71 @@ size_t ocl_round_up(int64_t x, int64_t to) {
 }
 
 Support OclConv::supports(const ConvDesc& d, Dir dir) const {
-  if (dir != Dir::fwd) return Support::no(name() + " runs fwd only (backward: a later issue)");
   const double lim = std::numeric_limits<int>::max();
   if (static_cast<double>(d.src_size()) > lim || static_cast<double>(d.dst_size()) > lim ||
       static_cast<double>(d.wei_size()) > lim)
     return Support::no(name() + ": tensors must have < 2^31 elements (32-bit kernel indices)");
-  return supports_fwd(d);
+  switch (dir) {
+    case Dir::fwd:
+      return supports_fwd(d);
+    case Dir::bwd_d:
+      return supports_bwd_d(d);
+    case Dir::bwd_w:
+      return supports_bwd_w(d);
+    default:
+      return Support::no(name() + " runs fwd, bwd_d or bwd_w separately");
+  }
 }
 
-void OclConv::prepare(const ConvDesc& d, Dir, const std::vector<const Tensor*>& in) {
+Support OclConv::supports_bwd_d(const ConvDesc&) const {
+  return Support::no(name() + " runs fwd only (no bwd_d)");
+}
+Support OclConv::supports_bwd_w(const ConvDesc&) const {
+  return Support::no(name() + " runs fwd only (no bwd_w)");
+}
+void OclConv::prepare_bwd_d(const Tensor&) {
+  throw Unsupported(name() + " has no bwd_d");
+}
+void OclConv::prepare_bwd_w() {
+  throw Unsupported(name() + " has no bwd_w");
+}
+
+namespace {
+ocl::Buffer upload(const Tensor& t) {
+  ocl::Buffer b(t.size() * sizeof(float), CL_MEM_READ_ONLY);
+  b.upload(t.data(), b.bytes());
+  return b;
+}
+ocl::Buffer output(int64_t floats) {
+  return ocl::Buffer(static_cast<size_t>(floats) * sizeof(float));
+}
+}  // namespace
+
+void OclConv::prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
   d_ = d;
+  dir_ = dir;
   steps_.clear();
   ws_bytes_ = 0;
   build_ms_ = 0;
   cache_hit_ = true;
-  src_ = ocl::Buffer(static_cast<size_t>(d.src_size()) * sizeof(float), CL_MEM_READ_ONLY);
-  dst_ = ocl::Buffer(static_cast<size_t>(d.dst_size()) * sizeof(float));
-  src_.upload(in[0]->data(), src_.bytes());
-  prepare_fwd(*in[1]);
+  for (ocl::Buffer* b : {&src_, &wei_, &dst_, &diff_dst_, &diff_src_, &diff_wei_, &diff_bias_})
+    b->reset();
+  if (dir == Dir::bwd_d) {  // {diff_dst, wei} -> {diff_src}
+    diff_dst_ = upload(*in[0]);
+    diff_src_ = output(d.src_size());
+    prepare_bwd_d(*in[1]);
+  } else if (dir == Dir::bwd_w) {  // {src, diff_dst} -> {diff_wei, diff_bias}
+    src_ = upload(*in[0]);
+    diff_dst_ = upload(*in[1]);
+    diff_wei_ = output(d.wei_size());
+    diff_bias_ = output(d.oc);
+    prepare_bwd_w();
+    add_bias_grad();
+  } else {  // {src, wei} -> {dst}
+    src_ = upload(*in[0]);
+    dst_ = output(d.dst_size());
+    prepare_fwd(*in[1]);
+  }
   // The first enqueue of each kernel and work-group size compiles it on PoCL: run once here.
   auto t0 = std::chrono::steady_clock::now();
   run();
@@ -77,8 +124,27 @@ void OclConv::add_gemm(const GemmArgs& g) {
   ocl::Kernel& k = add_step(prog, "gemm_tiled_batched", 3, global, local);
   auto i = [](int64_t v) { return static_cast<cl_int>(v); };
   auto l = [](int64_t v) { return static_cast<cl_long>(v); };
-  k.set_args(i(g.m), i(g.n), i(g.k), 1.0f, 0.0f, *g.a, l(g.a_off), i(g.lda), l(g.sa), *g.b,
+  k.set_args(i(g.m), i(g.n), i(g.k), 1.0f, g.beta, *g.a, l(g.a_off), i(g.lda), l(g.sa), *g.b,
              l(g.b_off), i(g.ldb), l(g.sb), i(g.gb), *g.c, l(g.c_off), i(g.ldc), l(g.sc));
+}
+
+// conv_bwd.cl's work-group sizes (its WB and WS defaults).
+constexpr size_t kBiasWg = 8, kSumWg = 64;
+
+void OclConv::add_sum_partials(const ocl::Buffer& part, int64_t parts, int64_t n,
+                               const ocl::Buffer& out) {
+  cl_program prog = program("conv/conv_bwd.cl", "");
+  size_t global[1] = {static_cast<size_t>((n + 7) / 8)}, local[1] = {kSumWg};
+  add_step(prog, "sum_partials", 1, global, local)
+      .set_args(part, static_cast<cl_int>(parts), static_cast<cl_int>(n), out);
+}
+
+void OclConv::add_bias_grad() {
+  cl_program prog = program("conv/conv_bwd.cl", "");
+  size_t global[1] = {static_cast<size_t>(d_.oc)}, local[1] = {kBiasWg};
+  add_step(prog, "bias_grad", 1, global, local)
+      .set_args(diff_dst_, diff_bias_, static_cast<cl_int>(d_.mb), static_cast<cl_int>(d_.oc),
+                static_cast<cl_int>(d_.oh * d_.ow));
 }
 
 void OclConv::run() {
@@ -86,10 +152,20 @@ void OclConv::run() {
 }
 
 std::vector<Tensor> OclConv::result() {
-  Tensor dst(d_.dst_dims());
-  dst_.download(dst.data(), dst_.bytes());
   std::vector<Tensor> out;
-  out.push_back(std::move(dst));
+  auto get = [&out](const ocl::Buffer& b, const Dims& dims) {
+    Tensor t(dims);
+    b.download(t.data(), t.size() * sizeof(float));
+    out.push_back(std::move(t));
+  };
+  if (dir_ == Dir::bwd_d) {
+    get(diff_src_, d_.src_dims());
+  } else if (dir_ == Dir::bwd_w) {
+    get(diff_wei_, d_.wei_dims());
+    get(diff_bias_, {d_.oc});
+  } else {
+    get(dst_, d_.dst_dims());
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
-// Shared base of the OpenCL convolutions: owns the device buffers (src, weights, dst, workspaces),
-// builds programs, keeps the list of kernel launches that run() enqueues, and sums their times.
+// Shared base of the OpenCL convolutions: owns the device buffers of each direction (inputs,
+// outputs, workspaces), builds programs, keeps the kernel launches that run() enqueues and their
+// times, and adds the bias gradient (and the sum of per-chunk partial gradients) to bwd_w.
 #pragma once
 
 #include <memory>
@@ -17,11 +18,15 @@ size_t ocl_round_up(int64_t x, int64_t to);
 
 class OclConv : public ConvImpl {
  public:
+  // 32-bit sizes, then supports_fwd / supports_bwd_d / supports_bwd_w by direction.
   Support supports(const ConvDesc& d, Dir dir) const override;
-  // Uploads src, calls prepare_fwd(), then runs once (PoCL compiles at the first enqueue).
+  // Uploads the direction's inputs and allocates its outputs, calls prepare_fwd / prepare_bwd_d /
+  // prepare_bwd_w (bwd_w: then adds the bias-gradient step), and runs once (PoCL compiles at
+  // the first enqueue).
   void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override;
   void run() override;  // enqueues every step, in order
   void sync() override { ocl::finish(); }
+  // fwd {dst}, bwd_d {diff_src}, bwd_w {diff_wei, diff_bias}.
   std::vector<Tensor> result() override;
   size_t workspace_bytes() const override { return ws_bytes_; }
   std::vector<std::pair<std::string, double>> extra_counters() const override;
@@ -31,6 +36,15 @@ class OclConv : public ConvImpl {
   virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
   // Uploads weights (transformed as the algorithm needs), allocates workspaces, adds steps.
   virtual void prepare_fwd(const Tensor& wei) = 0;
+  // The backward domains: none unless an algorithm says otherwise.
+  virtual Support supports_bwd_d(const ConvDesc&) const;
+  virtual Support supports_bwd_w(const ConvDesc&) const;
+  // bwd_d: diff_dst_ holds diff_dst; uploads `wei` as needed and adds the steps that write
+  // diff_src_ (mb x ic x ih x iw).
+  virtual void prepare_bwd_d(const Tensor& wei);
+  // bwd_w: src_ and diff_dst_ hold the inputs; adds the steps that write diff_wei_
+  // (g x ocg x icg x kh x kw). The base adds the bias gradient (diff_bias_) after them.
+  virtual void prepare_bwd_w();
 
   // One kernel launch of run(); the kernel's arguments are set once, in prepare_fwd().
   struct Step {
@@ -47,9 +61,9 @@ class OclConv : public ConvImpl {
                         const size_t* local);
   ocl::Buffer workspace(size_t bytes);  // a device buffer counted in workspace_bytes()
 
-  // A launch of gemm/tiled.cl's gemm_tiled_batched (column-major, no transposes, alpha 1, beta
-  // 0): for b < batch, C_b (M x N) = A_b (M x K) * B_b (K x N) with A_b = A + a_off + b * sa,
-  // B_b = B + b_off + (b % gb) * sb, C_b = C + c_off + b * sc.
+  // A launch of gemm/tiled.cl's gemm_tiled_batched (column-major, no transposes, alpha 1): for
+  // b < batch, C_b (M x N) = A_b (M x K) * B_b (K x N) + beta C_b with A_b = A + a_off + b * sa,
+  // B_b = B + b_off + (b % gb) * sb, C_b = C + c_off + b * sc. beta 0 never reads C.
   struct GemmArgs {
     int64_t m, n, k;
     const ocl::Buffer* a;
@@ -58,13 +72,23 @@ class OclConv : public ConvImpl {
     int64_t b_off, ldb, sb, gb;
     const ocl::Buffer* c;
     int64_t c_off, ldc, sc, batch;
+    float beta = 0.0f;
   };
   void add_gemm(const GemmArgs& g);
+  // out[i] = part[i] + part[n + i] + ... + part[(parts - 1) * n + i] for i < n, in that order
+  // (conv_bwd.cl): deterministic sum of per-chunk partial gradients.
+  void add_sum_partials(const ocl::Buffer& part, int64_t parts, int64_t n, const ocl::Buffer& out);
 
   ConvDesc d_;
-  ocl::Buffer src_, wei_, dst_;
+  Dir dir_ = Dir::fwd;
+  ocl::Buffer src_, wei_, dst_;       // fwd: src, weights, dst; bwd_w: src_ is src
+  ocl::Buffer diff_dst_;              // bwd_d, bwd_w: the input diff_dst
+  ocl::Buffer diff_src_;              // bwd_d: the output
+  ocl::Buffer diff_wei_, diff_bias_;  // bwd_w: the outputs
 
  private:
+  void add_bias_grad();  // diff_bias_ from diff_dst_ (conv_bwd.cl)
+
   std::vector<std::unique_ptr<Step>> steps_;
   TiledParams gemm_params_ = TiledParams::from_env();
   size_t ws_bytes_ = 0;

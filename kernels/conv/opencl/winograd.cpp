@@ -1,9 +1,11 @@
 // ocl/winograd_f2 and ocl/winograd_f4: Winograd F(2x2,3x3) / F(4x4,3x3) on OpenCL. Filters are
 // transformed on the host in prepare (fp64); per chunk of images, winograd.cl transforms the
 // input tiles, one gemm_tiled_batched launch multiplies over all (group, tile position) pairs,
-// and winograd.cl transforms the products back.
+// and winograd.cl transforms the products back. bwd_d is the same forward pass over diff_dst
+// with the filters flipped 180 degrees and input/output channels swapped per group.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "kernels/conv/cpu/winograd_transforms.h"
 #include "kernels/conv/opencl/ocl_conv.h"
@@ -20,6 +22,7 @@ class ConvOclWinograd : public OclConv {
   std::string name() const override { return "ocl/winograd_f" + std::to_string(M); }
 
  protected:
+  Support supports_bwd_d(const ConvDesc& d) const override { return supports_fwd(d); }
   Support supports_fwd(const ConvDesc& d) const override {
     if (d.kh != 3 || d.kw != 3)
       return Support::no("winograd needs a 3x3 kernel, got " + std::to_string(d.kh) + "x" +
@@ -31,8 +34,29 @@ class ConvOclWinograd : public OclConv {
     return Support::yes();
   }
 
-  void prepare_fwd(const Tensor& wei) override {
+  void prepare_fwd(const Tensor& wei) override { build(d_, wei.data(), src_, dst_); }
+
+  // diff_src = the forward convolution of diff_dst (oc channels, oh x ow) padded by 2 - ph,
+  // 2 - pw at the start (the end pads follow from the sizes), stride 1, with the filters
+  // w'(gi, c, o, r, t) = w(gi, o, c, 2 - r, 2 - t).
+  void prepare_bwd_d(const Tensor& wei) override {
     const ConvDesc& d = d_;
+    ConvDesc t = d;
+    t.ic = d.oc, t.oc = d.ic, t.ih = d.oh, t.iw = d.ow, t.oh = d.ih, t.ow = d.iw;
+    t.ph = d.kh - 1 - d.ph, t.pw = d.kw - 1 - d.pw;
+    const int64_t icg = d.icg(), ocg = d.ocg();
+    std::vector<float> w(static_cast<size_t>(d.wei_size()));
+    for (int64_t gi = 0; gi < d.g; ++gi)
+      for (int64_t o = 0; o < ocg; ++o)
+        for (int64_t c = 0; c < icg; ++c)
+          for (int k = 0; k < 9; ++k)
+            w[((gi * icg + c) * ocg + o) * 9 + k] =
+                wei.data()[((gi * ocg + o) * icg + c) * 9 + 8 - k];
+    build(t, w.data(), diff_dst_, diff_src_);
+  }
+
+  // The forward pass of `d` from `in` to `out`, filters `wei` (goihw).
+  void build(const ConvDesc& d, const float* wei, const ocl::Buffer& in, const ocl::Buffer& out) {
     const int64_t icg = d.icg(), ocg = d.ocg();
     // U[gi][pos][k][c] = (G w G^T)[pos] of filter (k, c) of group gi.
     const auto& G = wino::Tables<M>::g;
@@ -40,7 +64,7 @@ class ConvOclWinograd : public OclConv {
     for (int64_t gi = 0; gi < d.g; ++gi)
       for (int64_t k = 0; k < ocg; ++k)
         for (int64_t c = 0; c < icg; ++c) {
-          const float* w = wei.data() + ((gi * ocg + k) * icg + c) * 9;
+          const float* w = wei + ((gi * ocg + k) * icg + c) * 9;
           double gw[kA][3];
           for (int i = 0; i < kA; ++i)
             for (int b = 0; b < 3; ++b)
@@ -67,13 +91,13 @@ class ConvOclWinograd : public OclConv {
       size_t local[3] = {kWT, 1, 1};
       size_t gin[3] = {static_cast<size_t>(T), static_cast<size_t>(icg), static_cast<size_t>(d.g)};
       add_step(prog, "wino_input", 3, gin, local)
-          .set_args(src_, static_cast<cl_long>(n0 * d.ic * d.ih * d.iw), v_, i(T), i(th), i(tw),
+          .set_args(in, static_cast<cl_long>(n0 * d.ic * d.ih * d.iw), v_, i(T), i(th), i(tw),
                     i(d.ic), i(icg), i(d.ih), i(d.iw), i(d.ph), i(d.pw));
       add_gemm({T, ocg, icg, &v_, 0, T, icg * T, &wei_, 0, icg, ocg * icg, d.g * kA2, &m_, 0, T,
                 ocg * T, d.g * kA2});
       size_t gout[3] = {static_cast<size_t>(T), static_cast<size_t>(ocg), static_cast<size_t>(d.g)};
       add_step(prog, "wino_output", 3, gout, local)
-          .set_args(m_, dst_, static_cast<cl_long>(n0 * d.oc * d.oh * d.ow), i(T), i(th), i(tw),
+          .set_args(m_, out, static_cast<cl_long>(n0 * d.oc * d.oh * d.ow), i(T), i(th), i(tw),
                     i(d.oc), i(ocg), i(d.oh), i(d.ow));
     }
   }
