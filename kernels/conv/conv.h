@@ -29,6 +29,7 @@ std::unique_ptr<ConvImpl> make_conv_fft();
 std::unique_ptr<ConvImpl> make_conv_ocl_direct();
 std::unique_ptr<ConvImpl> make_conv_ocl_im2col();
 std::unique_ptr<ConvImpl> make_conv_ocl_implicit_gemm();
+std::unique_ptr<ConvImpl> make_conv_ocl_fft();
 std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f2();
 std::unique_ptr<ConvImpl> make_conv_ocl_winograd_f4();
 std::unique_ptr<ConvImpl> make_conv_onednn_auto();

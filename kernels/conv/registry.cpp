@@ -14,6 +14,7 @@ const Registry<ConvDesc>& conv_registry() {
       {"ocl/direct", PB_OPENCL_FACTORY(make_conv_ocl_direct), opencl_unavailable},
       {"ocl/im2col", PB_OPENCL_FACTORY(make_conv_ocl_im2col), opencl_unavailable},
       {"ocl/implicit_gemm", PB_OPENCL_FACTORY(make_conv_ocl_implicit_gemm), opencl_unavailable},
+      {"ocl/fft", PB_OPENCL_FACTORY(make_conv_ocl_fft), opencl_unavailable},
       {"ocl/winograd_f2", PB_OPENCL_FACTORY(make_conv_ocl_winograd_f2), opencl_unavailable},
       {"ocl/winograd_f4", PB_OPENCL_FACTORY(make_conv_ocl_winograd_f4), opencl_unavailable},
       {"onednn/auto", PB_ONEDNN_FACTORY(make_conv_onednn_auto), onednn_unavailable},

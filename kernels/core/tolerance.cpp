@@ -50,6 +50,13 @@ const std::vector<Row> kTable = {
      "eps*log2(nh*nw) (sizes <= 256^2): measured normwise 1.7e-7..3.3e-7 on "
      "VGG-16/ResNet-50/AlexNet layers (kernels 1..5), 2.4e-7 on uniform reals; 1e-5 "
      "covers the log growth with margin"},
+    {"conv", "ocl/fft", 1e-5, 1e-5,
+     "FFT convolution like cpu/fft: own radix-2 fp32 FFTs (sizes 8..32, twiddles from an fp32 "
+     "table), filter spectra in fp64 on the host, complex products summed over icg by the fp32 "
+     "tiled GEMM (3M or real embedding); error grows like eps*log2(nh*nw) plus the GEMM's "
+     "~sqrt(icg)*eps: measured normwise 2.3e-7 (icg 64), 3.1e-7 (128), 3.7e-7..4.1e-7 (256), "
+     "5.1e-7 (512) on the conformance data of the ResNet-50/VGG-16 3x3 layers; the cpu/fft "
+     "bound applies"},
     {"conv", "ocl/winograd_f2", 1e-6, 2e-5,
      "same transforms as cpu/winograd_f2 (filters in fp64 on the host, quarter-integer "
      "products), summed over icg by the tiled GEMM in another order: measured 0 on the "
