@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/availability.h"
 #include "kernels/core/check.h"
@@ -97,6 +99,7 @@ TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
   EXPECT_THROW(Network::load("no_such_network"), InputError);
   EXPECT_THROW(Network::load("tiny_mlp").with_batch(0), InputError);
   EXPECT_THROW(Executor(Network::load("tiny_mlp"), options("gpu", "best", false)), InputError);
+  EXPECT_THROW(Executor(Network::load("tiny_mlp"), options("cpu", "bogus", false)), InputError);
 }
 
 // Every backend x policy against the fp64 reference composition, inference and training.
@@ -106,10 +109,14 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
     Executor ref(net, options("ref", "first", train));
     ref.step();
     std::vector<const Tensor*> ref_grads = ref.param_grads();
-    for (const char* backend : {"cpu", "onednn", "ocl"}) {
+    const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+        {"cpu", {"first", "best", "im2col", "winograd_f4", "direct", "fft"}},
+        {"onednn", {"first", "best", "winograd"}},
+        {"ocl", {"first", "best", "im2col", "winograd_f4", "fft"}}};
+    for (const auto& [backend, policies] : runs) {
       if (!backend_available(backend)) continue;
-      for (const char* policy : {"first", "best", "im2col", "winograd_f4", "direct"}) {
-        SCOPED_TRACE(std::string(backend) + " " + policy + (train ? " train" : " infer"));
+      for (const std::string& policy : policies) {
+        SCOPED_TRACE(backend + " " + policy + (train ? " train" : " infer"));
         Executor ex(net, options(backend, policy, train));
         ex.step();
         ex.step();  // a second step must give the same (lr 0): nothing stale, nothing doubled

@@ -474,11 +474,19 @@ void Executor::Impl::plan() {
 }
 
 Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
-  for (const char* b : {"cpu", "onednn", "ocl", "ref"})
-    if (opt.backend == b) goto ok;
-  throw InputError("backend", "'" + opt.backend + "' is not one of cpu, onednn, ocl, ref");
-ok:
-  if (opt.policy.empty()) throw InputError("policy", "is empty (best, first or an algorithm)");
+  const std::vector<std::string> backends = {"cpu", "onednn", "ocl", "ref"};
+  if (std::find(backends.begin(), backends.end(), opt.backend) == backends.end())
+    throw InputError("backend", "'" + opt.backend + "' is not one of cpu, onednn, ocl, ref");
+  if (opt.policy != "best" && opt.policy != "first") {
+    const std::string algo = opt.backend + "/" + opt.policy;
+    auto has = [&](const auto& reg) {
+      return std::any_of(reg.begin(), reg.end(), [&](const auto& e) { return e.name == algo; });
+    };
+    if (!has(conv_registry()) && !has(gemm_registry()) && !has(pool_registry()) &&
+        !has(bnorm_registry()) && !has(act_registry()))
+      throw InputError("policy", "'" + opt.policy + "' is not best, first or an algorithm of " +
+                                     opt.backend + " (primbench list)");
+  }
   p_->net = net;
   p_->opt = opt;
   p_->cache.open(opt.find_cache, opt.backend);
