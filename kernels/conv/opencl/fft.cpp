@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,24 @@ double filter_bytes(const ConvDesc& d, const FftGeometry& geo) {
   return 16.0 * d.g * geo.freqs() * d.icg() * d.ocg();
 }
 
-// Power-of-two sizes from max(8, k) up to the first that covers the whole padded extent.
+// The largest size the geometry search considers: 16 unless PRIMBENCH_OCL_FFT_MAX says 32.
+// PoCL builds a 16-point variant in ~15-25 s, a 16 x 32 or 32 x 32 one in 35-60 s (cached on
+// disk afterwards); capping at 16 kept a cold default tools/bench run within its 10 minutes.
+int64_t preferred_max_fft() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("PRIMBENCH_OCL_FFT_MAX");
+    return e && std::string(e) == "32" ? int64_t{32} : int64_t{16};
+  }();
+  return v;
+}
+
+// Power-of-two sizes from max(8, k) up to the first that covers the whole padded extent, within
+// the preferred maximum (or the smallest size that holds the kernel, if larger).
 std::vector<int64_t> fft_candidates(int64_t out, int64_t k) {
   std::vector<int64_t> v;
+  const int64_t top = std::max(preferred_max_fft(), k);
   for (int64_t n = 8; n <= kMaxFft; n *= 2) {
+    if (n > top && !v.empty()) break;
     if (n < k) continue;
     v.push_back(n);
     if (n >= out + k - 1) break;
