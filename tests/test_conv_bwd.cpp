@@ -9,10 +9,8 @@
 #include <vector>
 
 #include "kernels/conv/conv.h"
-#include "kernels/core/check.h"
-#include "kernels/core/fill.h"
 #include "kernels/core/threads.h"
-#include "reference/conv.h"
+#include "tests/conv_bwd_check.h"
 
 namespace pb {
 namespace {
@@ -39,33 +37,12 @@ bool is_cpu(const std::string& name) {
   return name.rfind("cpu/", 0) == 0 || name.rfind("onednn/", 0) == 0;
 }
 
-// The outputs of one run, concatenated (bwd_w: diff_wei then diff_bias).
-std::vector<float> run_once(ConvImpl& impl, size_t outputs) {
-  impl.run();
-  impl.sync();
-  std::vector<Tensor> out = impl.result();
-  EXPECT_EQ(out.size(), outputs);
-  std::vector<float> v;
-  for (const Tensor& t : out) v.insert(v.end(), t.data(), t.data() + t.size());
-  return v;
-}
-
 void check_dir(Dir dir) {
   const int saved_threads = threads();
   int tested = 0;
   for (const char* text : kShapes) {
     ConvDesc d = ConvDesc::parse(text);
-    Tensor a(dir == Dir::bwd_d ? d.dst_dims() : d.src_dims());
-    Tensor b(dir == Dir::bwd_d ? d.wei_dims() : d.dst_dims());
-    fill_uniform(a, 11, -1, 1);
-    fill_uniform(b, 12, -1, 1);
-    Tensor64 r0 = dir == Dir::bwd_d ? ref::conv_bwd_d(d, a, b) : ref::conv_bwd_w(d, a, b);
-    std::vector<double> ref(r0.data(), r0.data() + r0.size());
-    if (dir == Dir::bwd_w) {
-      Tensor64 bias = ref::conv_bwd_b(d, b);
-      ref.insert(ref.end(), bias.data(), bias.data() + bias.size());
-    }
-    const size_t outputs = dir == Dir::bwd_w ? 2 : 1;
+    const test::BwdCase c = test::make_bwd_case(d, dir, 11);
     for (const auto& e : conv_registry()) {
       if (!is_cpu(e.name) || !e.unavailable().empty()) continue;
       auto impl = e.make();
@@ -75,13 +52,12 @@ void check_dir(Dir dir) {
       for (int threads : {2, 1}) {
         set_threads(threads);
         impl = e.make();
-        impl->prepare(d, dir, {&a, &b});
-        outs.push_back(run_once(*impl, outputs));
-        outs.push_back(run_once(*impl, outputs));
+        impl->prepare(d, dir, {&c.a, &c.b});
+        outs.push_back(test::run_outputs(*impl, c.outputs));
+        outs.push_back(test::run_outputs(*impl, c.outputs));
       }
       set_threads(saved_threads);
       ++tested;
-      ASSERT_EQ(outs[0].size(), static_cast<size_t>(ref.size()));
       EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)))
           << "two runs differ";
       // Our own kernels fix the order of every sum, whatever the thread count.
@@ -89,11 +65,7 @@ void check_dir(Dir dir) {
         EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[2].data(), outs[0].size() * sizeof(float)))
             << "1 and 2 threads differ";
       }
-      Comparator cmp;
-      for (size_t i = 0; i < ref.size(); ++i) cmp.add(i, outs[0][i], ref[i]);
-      CheckResult r = cmp.finish(tolerance("conv", e.name, false), false);
-      EXPECT_TRUE(r.pass) << r.summary();
-      EXPECT_GT(r.l2_rel, 0.0) << "real-valued data should show some rounding";
+      test::expect_accurate(e.name, outs[0], c.ref);
     }
   }
   EXPECT_GE(tested, 2 * static_cast<int>(std::size(kShapes)))

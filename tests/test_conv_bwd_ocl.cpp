@@ -10,9 +10,7 @@
 
 #include "kernels/availability.h"
 #include "kernels/conv/conv.h"
-#include "kernels/core/check.h"
-#include "kernels/core/fill.h"
-#include "reference/conv.h"
+#include "tests/conv_bwd_check.h"
 
 namespace pb {
 namespace {
@@ -35,49 +33,25 @@ const char* kShapes[] = {
     "mb2ic8ih24oc256kh3ph1",
 };
 
-std::vector<float> run_once(ConvImpl& impl, size_t outputs) {
-  impl.run();
-  impl.sync();
-  std::vector<Tensor> out = impl.result();
-  EXPECT_EQ(out.size(), outputs);
-  std::vector<float> v;
-  for (const Tensor& t : out) v.insert(v.end(), t.data(), t.data() + t.size());
-  return v;
-}
-
 void check_dir(Dir dir) {
   if (std::string why = opencl_unavailable(); !why.empty()) GTEST_SKIP() << why;
   int tested = 0;
   for (const char* text : kShapes) {
     ConvDesc d = ConvDesc::parse(text);
-    Tensor a(dir == Dir::bwd_d ? d.dst_dims() : d.src_dims());
-    Tensor b(dir == Dir::bwd_d ? d.wei_dims() : d.dst_dims());
-    fill_uniform(a, 21, -1, 1);
-    fill_uniform(b, 22, -1, 1);
-    Tensor64 r0 = dir == Dir::bwd_d ? ref::conv_bwd_d(d, a, b) : ref::conv_bwd_w(d, a, b);
-    std::vector<double> ref(r0.data(), r0.data() + r0.size());
-    if (dir == Dir::bwd_w) {
-      Tensor64 bias = ref::conv_bwd_b(d, b);
-      ref.insert(ref.end(), bias.data(), bias.data() + bias.size());
-    }
-    const size_t outputs = dir == Dir::bwd_w ? 2 : 1;
+    const test::BwdCase c = test::make_bwd_case(d, dir, 21);
     for (const auto& e : conv_registry()) {
       if (e.name.rfind("ocl/", 0) != 0 || !e.unavailable().empty()) continue;
       auto impl = e.make();
       if (!impl->supports(d, dir)) continue;
       SCOPED_TRACE(e.name + " " + dir_str(dir) + " " + text);
-      impl->prepare(d, dir, {&a, &b});
-      std::vector<float> first = run_once(*impl, outputs), second = run_once(*impl, outputs);
+      impl->prepare(d, dir, {&c.a, &c.b});
+      std::vector<float> first = test::run_outputs(*impl, c.outputs);
+      std::vector<float> second = test::run_outputs(*impl, c.outputs);
       ++tested;
-      ASSERT_EQ(first.size(), ref.size());
-      ASSERT_EQ(second.size(), ref.size());
+      ASSERT_EQ(first.size(), second.size());
       EXPECT_EQ(0, std::memcmp(first.data(), second.data(), first.size() * sizeof(float)))
           << "two runs differ";
-      Comparator cmp;
-      for (size_t i = 0; i < ref.size(); ++i) cmp.add(i, first[i], ref[i]);
-      CheckResult r = cmp.finish(tolerance("conv", e.name, false), false);
-      EXPECT_TRUE(r.pass) << r.summary();
-      EXPECT_GT(r.l2_rel, 0.0) << "real-valued data should show some rounding";
+      test::expect_accurate(e.name, first, c.ref);
     }
   }
   EXPECT_GE(tested, 2 * static_cast<int>(std::size(kShapes)))

@@ -63,6 +63,15 @@ void expect(const std::string& where, const char* field, int64_t want, int64_t g
                                                s.str() + ")");
 }
 
+// The descriptor's ic, ih, iw against the input's shape.
+template <class Desc>
+void expect_input(const std::string& where, const Desc& d, const std::string& from,
+                  const Shape& s) {
+  expect(where, "ic", d.ic, s.c, from, s);
+  expect(where, "ih", d.ih, s.h, from, s);
+  expect(where, "iw", d.iw, s.w, from, s);
+}
+
 }  // namespace
 
 std::vector<std::string> Network::list() {
@@ -169,18 +178,14 @@ Network Network::load(const std::string& name_or_path) {
         }
         case LayerKind::conv: {
           l.conv = ConvDesc::parse(desc);
-          expect(where, "ic", l.conv.ic, l.in.c, src, l.in);
-          expect(where, "ih", l.conv.ih, l.in.h, src, l.in);
-          expect(where, "iw", l.conv.iw, l.in.w, src, l.in);
+          expect_input(where, l.conv, src, l.in);
           l.out = {l.conv.oc, l.conv.oh, l.conv.ow};
           mb = l.conv.mb;
           break;
         }
         case LayerKind::pool: {
           l.pool = PoolDesc::parse(desc);
-          expect(where, "ic", l.pool.ic, l.in.c, src, l.in);
-          expect(where, "ih", l.pool.ih, l.in.h, src, l.in);
-          expect(where, "iw", l.pool.iw, l.in.w, src, l.in);
+          expect_input(where, l.pool, src, l.in);
           l.out = {l.pool.ic, l.pool.oh, l.pool.ow};
           mb = l.pool.mb;
           break;
@@ -189,9 +194,7 @@ Network Network::load(const std::string& name_or_path) {
           l.bnorm = BnormDesc::parse(desc);
           if (l.bnorm.inference)
             throw InputError(where + ": inf", "the executor picks training or inference itself");
-          expect(where, "ic", l.bnorm.ic, l.in.c, src, l.in);
-          expect(where, "ih", l.bnorm.ih, l.in.h, src, l.in);
-          expect(where, "iw", l.bnorm.iw, l.in.w, src, l.in);
+          expect_input(where, l.bnorm, src, l.in);
           l.out = l.in;
           mb = l.bnorm.mb;
           break;
@@ -205,9 +208,7 @@ Network Network::load(const std::string& name_or_path) {
                                                     : "act layers run relu, sigmoid or tanh");
           if (!loss && !l.act.eltwise())
             throw InputError(where + ": func", "act layers run relu, sigmoid or tanh");
-          expect(where, "ic", l.act.ic, l.in.c, src, l.in);
-          expect(where, "ih", l.act.ih, l.in.h, src, l.in);
-          expect(where, "iw", l.act.iw, l.in.w, src, l.in);
+          expect_input(where, l.act, src, l.in);
           l.out = loss ? Shape{1, 1, 1} : l.in;
           mb = l.act.mb;
           break;
