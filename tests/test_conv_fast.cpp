@@ -157,7 +157,7 @@ TEST(ConvFastSmoke, conv_winograd_and_fft_say_why_not) {
       {"cpu/winograd_f4", "mb1ic2ih9oc2kh5ph2", Dir::fwd, "3x3 kernel, got 5x5"},
       {"cpu/winograd_f2", "mb1ic2ih9oc2kh3sh2ph1", Dir::fwd, "stride 1"},
       {"cpu/winograd_f2", "mb1ic2ih9oc2kh3dh1ph2", Dir::fwd, "dilation"},
-      {"cpu/winograd_f2", "mb1ic2ih9oc2kh3ph1", Dir::bwd_w, "no bwd_w"},
+      {"cpu/winograd_f2", "mb1ic2ih9oc2kh3sh2ph1", Dir::bwd_w, "stride 1"},
       {"cpu/winograd_f2", "mb1ic2ih9oc2kh3sh2ph1", Dir::bwd_d, "stride 1"},
       {"cpu/fft", "mb1ic2ih9oc2kh3sh2ph1", Dir::fwd, "stride 1"},
       {"cpu/fft", "mb1ic2ih9oc2kh3dh1ph2", Dir::fwd, "dilation"},

@@ -1,6 +1,6 @@
-// cpu/winograd_f2 and cpu/winograd_f4: one Winograd F(m x m, 3 x 3) engine (Lavin & Gray 2015)
-// with two transform tables, vectorised across 16 channels. Each thread takes chunks of whole tile
-// rows: source rows -> channel-interleaved rows -> input transform -> alpha^2 GEMMs -> output.
+// cpu/winograd_f2 and cpu/winograd_f4: one Winograd F(m x m, 3 x 3) engine (Lavin & Gray 2015),
+// 16 channels per vector; bwd_d on flipped filters, bwd_w in winograd_bwd_weights.cpp. Per thread,
+// chunks of tile rows: source rows -> interleaved -> input transform -> alpha^2 GEMMs -> output.
 #include <omp.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "kernels/conv/cpu/host_conv.h"
 #include "kernels/conv/cpu/winograd_bwd_data.h"
+#include "kernels/conv/cpu/winograd_bwd_weights.h"
 #include "kernels/conv/cpu/winograd_gemm.h"
 #include "kernels/conv/cpu/winograd_layout.h"
 #include "kernels/conv/cpu/winograd_transforms.h"
@@ -20,13 +21,6 @@ namespace {
 using wino::kCols;
 using wino::kLanes;
 using wino::kRows;
-
-// Why there is no Winograd bwd_w yet. It would be F(3x3, m x m): per tile, B^T src B (alpha^2)
-// and the m x m diff_dst tile lifted to alpha^2, alpha^2 GEMMs icg x ocg summed over all tiles,
-// then the 3x3 output transform once: 2.25x (m = 2) or 4x (m = 4) fewer products than direct.
-const char* const kNoBwdW =
-    "not implemented (F(3x3, 2x2) would need 16 products per 36 direct ones; cpu/fft bwd_w "
-    "serves stride-1 layers)";
 
 int64_t round_up(int64_t a, int64_t b) {
   return (a + b - 1) / b * b;
@@ -54,11 +48,17 @@ class WinogradConv final : public HostConv {
     Support s = bwd_as_fwd::supports(d, name());
     return s ? supports_fwd(bwd_as_fwd::desc(d)) : s;
   }
-  Support supports_bwd_w(const ConvDesc&) const override {
-    return Support::no(name() + " has no bwd_w: " + kNoBwdW);
+  Support supports_bwd_w(const ConvDesc& d) const override {
+    Support s = supports_fwd(d);
+    return s ? wino::BwdWeights<M>::supports(d, name()) : s;
   }
 
   void prepare_more() override {
+    if (dir_ == Dir::bwd_w) {
+      u_ = Tensor();
+      s_.clear(), v_.clear(), m_.clear(), y_.clear();
+      return bwd_w_.prepare(d_, omp_get_max_threads());
+    }
     // bwd_d runs the forward engine on diff_dst with the flipped, transposed filter.
     const bool bwd = dir_ == Dir::bwd_d;
     e_ = bwd ? bwd_as_fwd::desc(d_) : d_;
@@ -103,7 +103,13 @@ class WinogradConv final : public HostConv {
     }
   }
 
+  // bwd_w's buffers depend on the shape only.
+  void refresh_more() override {
+    if (dir_ != Dir::bwd_w) prepare_more();
+  }
+
   void run_dir() override {
+    if (dir_ == Dir::bwd_w) return bwd_w_.run(src_->data(), diff_dst_->data(), dst_.data());
     const int64_t chunks = (e_.mb * th_ + rc_ - 1) / rc_, items = e_.g * chunks;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads_)
     for (int64_t it = 0; it < items; ++it) {
@@ -113,6 +119,7 @@ class WinogradConv final : public HostConv {
   }
 
   size_t workspace_bytes() const override {
+    if (dir_ == Dir::bwd_w) return bwd_w_.workspace_bytes();
     size_t b = u_.bytes();
     for (const auto* w : {&s_, &v_, &m_, &y_})
       for (const auto& t : *w) b += t.bytes();
@@ -133,34 +140,11 @@ class WinogradConv final : public HostConv {
         }
   }
 
-  // The alpha source rows under tile row ty of image n, group g -> s[cb][i][X][16 channels],
-  // zero where they fall in the padding: column X holds source column X - pw. prev: the same
-  // for tile row ty - 1 (its last alpha - m rows are this one's first), or null.
+  // The alpha source rows under tile row ty of image n, group g -> s (see wino::copy_rows). prev:
+  // the same for tile row ty - 1 (its last alpha - m rows are this one's first), or null.
   void copy_rows(int64_t n, int64_t g, int64_t ty, const float* prev, float* s) const {
-    const int64_t ih = e_.ih, iw = e_.iw, icg = e_.icg(), row = wp_ * kLanes;
-    const int64_t x0 = std::max<int64_t>(0, e_.pw);
-    const int64_t cols = std::max<int64_t>(0, std::min(iw - (x0 - e_.pw), wp_ - x0));
-    for (int64_t cb = 0; cb < cb_; ++cb) {
-      const int nc = int(std::min<int64_t>(kLanes, icg - cb * kLanes));
-      for (int i = 0; i < A; ++i) {
-        float* p = s + (cb * A + i) * row;
-        if (prev && i < A - M) {
-          std::memcpy(p, prev + (cb * A + i + M) * row, row * sizeof(float));
-          continue;
-        }
-        const int64_t sy = ty * M + i - e_.ph;
-        if (sy < 0 || sy >= ih || cols == 0) {
-          std::memset(p, 0, row * sizeof(float));
-          continue;
-        }
-        std::memset(p, 0, x0 * kLanes * sizeof(float));
-        std::memset(p + (x0 + cols) * kLanes, 0, (wp_ - x0 - cols) * kLanes * sizeof(float));
-        const float* q = in_ + ((n * e_.ic + g * icg + cb * kLanes) * ih + sy) * iw + (x0 - e_.pw);
-        for (int64_t x = 0; x < cols; x += 16)
-          wino::interleave16(q + x, ih * iw, nc, int(std::min<int64_t>(16, cols - x)),
-                             p + (x0 + x) * kLanes);
-      }
-    }
+    const wino::RowSpan r{e_.icg(), e_.ih, e_.iw, e_.pw, wp_, A, M};
+    wino::copy_rows(r, in_ + (n * e_.ic + g * e_.icg()) * e_.ih * e_.iw, ty * M - e_.ph, prev, s);
   }
 
   // Chunk c (tile rows c * rc_ ...) of group g on one thread's buffers: s (source rows), v
@@ -238,6 +222,7 @@ class WinogradConv final : public HostConv {
   Tensor u_;
   // Per thread: source rows, transformed inputs, GEMM products, one tile row of output.
   std::vector<Tensor> s_, v_, m_, y_;
+  wino::BwdWeights<M> bwd_w_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The per-position GEMM of the Winograd engine: C[tiles x 32] = V[tiles x k] * U[k x 32], tiles
-// broadcast from V (channels contiguous per tile), U packed as panels of 32 output channels.
+// The per-position GEMMs of the Winograd engine: C[tiles x 32] = V[tiles x k] * U[k x 32], tiles
+// broadcast from V (channels contiguous per tile), U packed as panels of 32 output channels; and
+// bwd_w's sums over tiles, C[12 x 32] (+)= W^T V with both operands tile-major.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,44 @@ inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int
     }
   for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kCols; ++j) c[r * cs + j] = acc[r][j];
+#endif
+}
+
+// c[r * cs + 0..kCols) (+)= sum_t w[t * ws + r] * v[t * vs + 0..kCols), r < kRows, t < k: the
+// sum over k tiles of bwd_w, both operands as the transforms wrote them (channels contiguous per
+// tile). add: accumulate onto c, else overwrite it.
+inline void gemm_block_tn(const float* w, int64_t ws, const float* v, int64_t vs, float* c,
+                          int64_t cs, int64_t k, bool add) {
+#if defined(__AVX512F__)
+  __m512 acc[kRows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    acc[r][0] = add ? _mm512_loadu_ps(c + r * cs) : _mm512_setzero_ps();
+    acc[r][1] = add ? _mm512_loadu_ps(c + r * cs + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t t = 0; t < k; ++t) {
+    const float* wt = w + t * ws;
+    const __m512 b0 = _mm512_loadu_ps(v + t * vs), b1 = _mm512_loadu_ps(v + t * vs + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 a = _mm512_set1_ps(wt[r]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_storeu_ps(c + r * cs, acc[r][0]);
+    _mm512_storeu_ps(c + r * cs + 16, acc[r][1]);
+  }
+#else
+  for (int r = 0; r < kRows; ++r) {
+    float acc[kCols];
+    for (int j = 0; j < kCols; ++j) acc[j] = add ? c[r * cs + j] : 0.f;
+    for (int64_t t = 0; t < k; ++t)
+      for (int j = 0; j < kCols; ++j) acc[j] += w[t * ws + r] * v[t * vs + j];
+    for (int j = 0; j < kCols; ++j) c[r * cs + j] = acc[j];
+  }
 #endif
 }
 

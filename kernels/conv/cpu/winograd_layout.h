@@ -1,6 +1,6 @@
 // Data movement of the Winograd engine: a 16 x 16 fp32 transpose, used to turn NCHW source rows
-// into channel-interleaved pixels and channel-interleaved output tiles back into NCHW rows, and a
-// streaming copy for output rows that will not be read again soon.
+// into channel-interleaved tile rows (copy_rows) and channel-interleaved output tiles back into
+// NCHW rows, and a streaming copy for output rows that will not be read again soon.
 #pragma once
 
 #include <algorithm>
@@ -61,6 +61,43 @@ inline void interleave16(const float* src, int64_t ss, int nc, int nx, float* ds
   for (int c = 0; c < nc; ++c) std::memcpy(in[c], src + c * ss, nx * sizeof(float));
   transpose16(in[0], 16, out[0], 16);
   std::memcpy(dst, out[0], nx * 16 * sizeof(float));
+}
+
+// Where copy_rows reads and writes: `rows` rows of `chans` channels of an NCHW plane set (ih x iw
+// per channel), as [channel block of 16][row][wp columns][16 channels]; column X holds image
+// column X - pw. Consecutive tile rows start `step` rows apart.
+struct RowSpan {
+  int64_t chans, ih, iw, pw, wp;
+  int rows, step;
+};
+
+// Rows sy0 .. sy0 + r.rows - 1 of in (channel 0 of the span) -> s, zero outside the image. prev:
+// the same for the tile row before (sy0 - r.step; its overlapping rows are copied), or null.
+inline void copy_rows(const RowSpan& r, const float* in, int64_t sy0, const float* prev, float* s) {
+  const int64_t row = r.wp * 16, x0 = std::max<int64_t>(0, r.pw);
+  const int64_t cols = std::max<int64_t>(0, std::min(r.iw - (x0 - r.pw), r.wp - x0));
+  const int64_t blocks = (r.chans + 15) / 16;
+  for (int64_t cb = 0; cb < blocks; ++cb) {
+    const int nc = int(std::min<int64_t>(16, r.chans - cb * 16));
+    for (int i = 0; i < r.rows; ++i) {
+      float* p = s + (cb * r.rows + i) * row;
+      if (prev && i < r.rows - r.step) {
+        std::memcpy(p, prev + (cb * r.rows + i + r.step) * row, row * sizeof(float));
+        continue;
+      }
+      const int64_t sy = sy0 + i;
+      if (sy < 0 || sy >= r.ih || cols == 0) {
+        std::memset(p, 0, row * sizeof(float));
+        continue;
+      }
+      std::memset(p, 0, x0 * 16 * sizeof(float));
+      std::memset(p + (x0 + cols) * 16, 0, (r.wp - x0 - cols) * 16 * sizeof(float));
+      const float* q = in + ((cb * 16) * r.ih + sy) * r.iw + (x0 - r.pw);
+      for (int64_t x = 0; x < cols; x += 16)
+        interleave16(q + x, r.ih * r.iw, nc, int(std::min<int64_t>(16, cols - x)),
+                     p + (x0 + x) * 16);
+    }
+  }
 }
 
 // A 4 x 4 output tile of 16 channels, t[(i * 4 + j) * 16 + o], -> rows y[(o * 4 + i) * ys + j]:

@@ -57,7 +57,7 @@ inline void vstore(float* p, Vec v) {
 
 // The 1-D transforms of the tables with their common subexpressions shared (about half the
 // operations of a plain matrix product): in: r = B^T d (alpha -> alpha), out: y = A^T m
-// (alpha -> m).
+// (alpha -> m), and lift: r = A y (m -> alpha, the transpose of out, for bwd_w).
 template <int M>
 struct Kernel1d;
 
@@ -72,6 +72,12 @@ struct Kernel1d<2> {
   static void out(const Vec* m, Vec* y) {
     y[0] = m[0] + m[1] + m[2];
     y[1] = m[1] - m[2] - m[3];
+  }
+  static void lift(const Vec* y, Vec* r) {
+    r[0] = y[0];
+    r[1] = y[0] + y[1];
+    r[2] = y[0] - y[1];
+    r[3] = -y[1];
   }
 };
 
@@ -93,31 +99,50 @@ struct Kernel1d<4> {
     y[2] = a + 4.f * c;
     y[3] = b + 8.f * e + m[5];
   }
+  static void lift(const Vec* y, Vec* r) {
+    const Vec e = y[0] + y[2], o = y[1] + y[3], e4 = y[0] + 4.f * y[2],
+              o8 = 2.f * y[1] + 8.f * y[3];
+    r[0] = y[0];
+    r[1] = e + o;
+    r[2] = e - o;
+    r[3] = e4 + o8;
+    r[4] = e4 - o8;
+    r[5] = y[3];
+  }
 };
 
+// The 2-D form of a 1-D transform K (n -> p values of kLanes lanes, Fn): an n x n tile X (row i,
+// column j at d + i * rs + j * cs) -> K X K^T, entry (q, k) at v + (q * P + k) * os. Rows first,
+// then columns.
+template <int N, int P, void (*Fn)(const Vec*, Vec*)>
+__attribute__((always_inline)) inline void transform2d(const float* __restrict d, int64_t rs,
+                                                       int64_t cs, float* __restrict v,
+                                                       int64_t os) {
+  Vec t[P][N];  // t[k][i] = (X K^T)[i][k]
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    Vec row[N], r[P];
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) row[j] = vload(d + i * rs + j * cs);
+    Fn(row, r);
+#pragma GCC unroll 8
+    for (int k = 0; k < P; ++k) t[k][i] = r[k];
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < P; ++k) {
+    Vec r[P];
+    Fn(t[k], r);
+#pragma GCC unroll 8
+    for (int q = 0; q < P; ++q) vstore(v + (q * P + k) * os, r[q]);
+  }
+}
+
 // Input tile (alpha x alpha values of kLanes lanes; row i, column j at d + i * rs + j * cs) ->
-// B^T d B, entry p = i * alpha + j at v + p * os. Rows first, then columns.
+// B^T d B, entry p = i * alpha + j at v + p * os.
 template <int M>
-inline void input_transform(const float* __restrict d, int64_t rs, int64_t cs, float* __restrict v,
-                            int64_t os) {
+inline void input_transform(const float* d, int64_t rs, int64_t cs, float* v, int64_t os) {
   constexpr int A = Tables<M>::alpha;
-  Vec t[A][A];  // t[k][i] = (d B)[i][k]
-#pragma GCC unroll 8
-  for (int i = 0; i < A; ++i) {
-    Vec row[A], r[A];
-#pragma GCC unroll 8
-    for (int j = 0; j < A; ++j) row[j] = vload(d + i * rs + j * cs);
-    Kernel1d<M>::in(row, r);
-#pragma GCC unroll 8
-    for (int k = 0; k < A; ++k) t[k][i] = r[k];
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < A; ++k) {
-    Vec r[A];
-    Kernel1d<M>::in(t[k], r);
-#pragma GCC unroll 8
-    for (int q = 0; q < A; ++q) vstore(v + (q * A + k) * os, r[q]);
-  }
+  transform2d<A, A, Kernel1d<M>::in>(d, rs, cs, v, os);
 }
 template <int M>
 inline void input_transform(const float* d, float* v) {
@@ -127,25 +152,17 @@ inline void input_transform(const float* d, float* v) {
 
 // Product tile (alpha x alpha entries is floats apart) -> A^T p A (m x m x kLanes, contiguous).
 template <int M>
-inline void output_transform(const float* __restrict p, float* __restrict y, int64_t is = kLanes) {
+inline void output_transform(const float* p, float* y, int64_t is = kLanes) {
   constexpr int A = Tables<M>::alpha;
-  Vec t[M][A];  // t[j][i] = (p A)[i][j]
-#pragma GCC unroll 8
-  for (int i = 0; i < A; ++i) {
-    Vec row[A], r[M];
-#pragma GCC unroll 8
-    for (int j = 0; j < A; ++j) row[j] = vload(p + (i * A + j) * is);
-    Kernel1d<M>::out(row, r);
-#pragma GCC unroll 8
-    for (int j = 0; j < M; ++j) t[j][i] = r[j];
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < M; ++j) {
-    Vec r[M];
-    Kernel1d<M>::out(t[j], r);
-#pragma GCC unroll 8
-    for (int q = 0; q < M; ++q) vstore(y + (q * M + j) * kLanes, r[q]);
-  }
+  transform2d<A, M, Kernel1d<M>::out>(p, A * is, is, y, kLanes);
+}
+
+// bwd_w: an m x m diff_dst tile (row i, column j at d + i * rs + j * cs) -> A dy A^T (alpha x
+// alpha), entry p = i * alpha + j at v + p * os: the gradient of the products of the forward.
+template <int M>
+inline void diff_transform(const float* d, int64_t rs, int64_t cs, float* v, int64_t os) {
+  constexpr int A = Tables<M>::alpha;
+  transform2d<M, A, Kernel1d<M>::lift>(d, rs, cs, v, os);
 }
 
 // One 3x3 filter w (row-major) -> G w G^T (alpha x alpha, row-major), in double then rounded.
@@ -165,6 +182,39 @@ inline void filter_transform(const float* w, float* u) {
       for (int k = 0; k < 3; ++k) s += t[i][k] * Tables<M>::g[j][k];
       u[i * A + j] = static_cast<float>(s);
     }
+}
+
+// bwd_w: the summed gradients of n transformed filters, m[p * ms + c] (alpha x alpha positions
+// p, filters c < n contiguous) -> the 3x3 filter gradients G^T m G, w[c * 9 + k * 3 + l], in
+// double (vectorised across c) then rounded; n <= kGradBatch.
+constexpr int kGradBatch = 64;
+template <int M>
+inline void filter_gradient(const float* m, int64_t ms, int n, float* w) {
+  constexpr int A = Tables<M>::alpha;
+  double t[3][A][kGradBatch], r[9][kGradBatch];  // (G^T m)[k][j], then (G^T m G)[k][l]
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < A; ++j) {
+      double* tk = t[k][j];
+      for (int c = 0; c < n; ++c) tk[c] = 0;
+      for (int i = 0; i < A; ++i) {
+        const double gik = Tables<M>::g[i][k];
+        const float* mi = m + (i * A + j) * ms;
+        if (gik != 0)
+          for (int c = 0; c < n; ++c) tk[c] += gik * double(mi[c]);
+      }
+    }
+  for (int k = 0; k < 3; ++k)
+    for (int l = 0; l < 3; ++l) {
+      double* rk = r[k * 3 + l];
+      for (int c = 0; c < n; ++c) rk[c] = 0;
+      for (int j = 0; j < A; ++j) {
+        const double gjl = Tables<M>::g[j][l];
+        if (gjl != 0)
+          for (int c = 0; c < n; ++c) rk[c] += t[k][j][c] * gjl;
+      }
+    }
+  for (int c = 0; c < n; ++c)
+    for (int q = 0; q < 9; ++q) w[c * 9 + q] = static_cast<float>(r[q][c]);
 }
 
 }  // namespace wino
