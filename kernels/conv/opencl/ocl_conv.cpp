@@ -79,7 +79,11 @@ void OclConv::prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor
     dst_ = output(d.dst_size());
     prepare_fwd(*in[1]);
   }
-  // The first enqueue of each kernel and work-group size compiles it on PoCL: run once here.
+  // The first enqueue of each kernel and work-group size compiles it on PoCL: run once here,
+  // unless this object ran this very problem already (prepared again for new input contents).
+  const std::string key = d.str() + " " + dir_str(dir);
+  if (key == warmed_) return;
+  warmed_ = key;
   auto t0 = std::chrono::steady_clock::now();
   run();
   ocl::finish();

@@ -92,6 +92,7 @@ class OclConv : public ConvImpl {
   std::vector<std::unique_ptr<Step>> steps_;
   TiledParams gemm_params_ = TiledParams::from_env();
   size_t ws_bytes_ = 0;
+  std::string warmed_;  // the problem prepare() last ran once to trigger PoCL's compiles
   double build_ms_ = 0;
   bool cache_hit_ = true;
 };
