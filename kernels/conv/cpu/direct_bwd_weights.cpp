@@ -26,13 +26,15 @@ struct Geo {
 
 // T input channels x 16V output channels at one (ky, kx), summed over flattened output rows
 // [r0, r1) (r = n*oh + oy). `x` is the src copy at (image 0, row 0, column kx*(dw+1), first
-// channel), `dd` the diff_dst copy of the oc-block (image 0); acc[t][16V] is read and rewritten.
+// channel), `dd` the diff_dst copy of the oc-block (image 0). The chunk is summed in registers
+// from zero and its total added to acc[t][16V]: two-level summation, so the rounding error grows
+// with sqrt(chunk) + sqrt(chunks) rather than sqrt(mb*oh*ow).
 template <int T, int V>
 void tile(const Geo& g, int64_t r0, int64_t r1, int64_t ky, const float* x, const float* dd,
           float* accp, int64_t acc_step) {
   vf acc[T][V];
   for (int t = 0; t < T; ++t)
-    for (int v = 0; v < V; ++v) acc[t][v] = load(accp + t * acc_step + 16 * v);
+    for (int v = 0; v < V; ++v) acc[t][v] = vf{};
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / g.oh, oy = r % g.oh;
     const int64_t iy = oy * g.sh - g.ph + ky * g.dh1;
@@ -51,7 +53,10 @@ void tile(const Geo& g, int64_t r0, int64_t r1, int64_t ky, const float* x, cons
     }
   }
   for (int t = 0; t < T; ++t)
-    for (int v = 0; v < V; ++v) store(accp + t * acc_step + 16 * v, acc[t][v]);
+    for (int v = 0; v < V; ++v) {
+      float* p = accp + t * acc_step + 16 * v;
+      store(p, load(p) + acc[t][v]);
+    }
 }
 
 using TileFn = void (*)(const Geo&, int64_t, int64_t, int64_t, const float*, const float*, float*,
