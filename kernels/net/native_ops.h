@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/core/channel_sums.h"
 #include "kernels/core/tensor.h"
 
 namespace pb::net {
@@ -23,22 +24,9 @@ inline void add_channel_bias(Tensor& y, const Tensor& b, int64_t mb) {
   }
 }
 
-// db[c] = sum over images and pixels of g[n][c][...], per channel in a fixed order.
+// db[c] = sum over images and pixels of g[n][c][...] (an fc gradient, mb x out, has hw = 1).
 inline void bias_grad(const Tensor& g, Tensor& db, int64_t mb) {
-  const int64_t c = db.size(), hw = g.size() / (mb * c);
-  const float* p = g.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < c; ++k) {
-    double acc = 0;
-    for (int64_t n = 0; n < mb; ++n) {
-      const float* q = p + (n * c + k) * hw;
-      float part = 0;
-#pragma omp simd reduction(+ : part)
-      for (int64_t i = 0; i < hw; ++i) part += q[i];
-      acc += part;
-    }
-    db[k] = static_cast<float>(acc);
-  }
+  channel_sums(g.data(), mb, db.size(), g.size() / (mb * db.size()), db.data());
 }
 
 inline void add(const Tensor& a, const Tensor& b, Tensor& out) {

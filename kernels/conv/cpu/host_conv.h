@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "kernels/conv/cpu/bias_grad.h"
 
 #include "kernels/conv/conv.h"
+#include "kernels/core/channel_sums.h"
 
 namespace pb {
 
@@ -47,7 +47,8 @@ class HostConv : public ConvImpl {
   // The timed work: the direction's convolution, then (bwd_w) the bias gradient.
   void run() final {
     run_dir();
-    if (dir_ == Dir::bwd_w) conv_bias_grad(d_, diff_dst_->data(), diff_bias_.data());
+    if (dir_ == Dir::bwd_w)
+      channel_sums(diff_dst_->data(), d_.mb, d_.oc, d_.oh * d_.ow, diff_bias_.data());
   }
   bool refresh() override {
     refresh_more();
