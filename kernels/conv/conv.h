@@ -18,6 +18,33 @@ namespace pb {
 //                                                       images and pixels
 using ConvImpl = Impl<ConvDesc>;
 
+// The shared supports() of the CPU and OpenCL bases: one check per direction (fwd runs unless
+// an algorithm says otherwise, bwd_d and bwd_w only where it says so); `bwd` is not run as one.
+class DirConv : public ConvImpl {
+ public:
+  Support supports(const ConvDesc& d, Dir dir) const override {
+    switch (dir) {
+      case Dir::fwd:
+        return supports_fwd(d);
+      case Dir::bwd_d:
+        return supports_bwd_d(d);
+      case Dir::bwd_w:
+        return supports_bwd_w(d);
+      default:
+        return Support::no(name() + " runs fwd, bwd_d or bwd_w separately");
+    }
+  }
+
+ protected:
+  virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
+  virtual Support supports_bwd_d(const ConvDesc&) const {
+    return Support::no(name() + " runs fwd only (no bwd_d)");
+  }
+  virtual Support supports_bwd_w(const ConvDesc&) const {
+    return Support::no(name() + " runs fwd only (no bwd_w)");
+  }
+};
+
 const Registry<ConvDesc>& conv_registry();
 PrimitiveInfo conv_primitive();
 

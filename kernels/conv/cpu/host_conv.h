@@ -1,30 +1,17 @@
 // Shared base of the host-memory convolution implementations: keeps the inputs of the direction,
-// owns its outputs, dispatches supports() per direction (fwd unless an impl says otherwise) and
-// adds the bias gradient to every bwd_w run.
+// owns its outputs, answers supports() per direction (DirConv) and adds the bias gradient to
+// every bwd_w run.
 #pragma once
 
 #include <vector>
-
 
 #include "kernels/conv/conv.h"
 #include "kernels/core/channel_sums.h"
 
 namespace pb {
 
-class HostConv : public ConvImpl {
+class HostConv : public DirConv {
  public:
-  Support supports(const ConvDesc& d, Dir dir) const override {
-    switch (dir) {
-      case Dir::fwd:
-        return supports_fwd(d);
-      case Dir::bwd_d:
-        return supports_bwd_d(d);
-      case Dir::bwd_w:
-        return supports_bwd_w(d);
-      default:
-        return Support::no(name() + " runs fwd, bwd_d or bwd_w separately");
-    }
-  }
   // Inputs per direction (conv.h): fwd {src, wei}, bwd_d {diff_dst, wei}, bwd_w {src, diff_dst};
   // the output dst_ is dst, diff_src or diff_wei (NCHW / goihw).
   void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
@@ -65,13 +52,6 @@ class HostConv : public ConvImpl {
   }
 
  protected:
-  virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
-  virtual Support supports_bwd_d(const ConvDesc&) const {
-    return Support::no(name() + " runs fwd only (no bwd_d yet)");
-  }
-  virtual Support supports_bwd_w(const ConvDesc&) const {
-    return Support::no(name() + " runs fwd only (no bwd_w yet)");
-  }
   virtual void prepare_more() {}
   // New input contents: redo what prepare_more() derived from them (by default all of it).
   virtual void refresh_more() { prepare_more(); }

@@ -18,24 +18,9 @@ Support OclConv::supports(const ConvDesc& d, Dir dir) const {
   if (static_cast<double>(d.src_size()) > lim || static_cast<double>(d.dst_size()) > lim ||
       static_cast<double>(d.wei_size()) > lim)
     return Support::no(name() + ": tensors must have < 2^31 elements (32-bit kernel indices)");
-  switch (dir) {
-    case Dir::fwd:
-      return supports_fwd(d);
-    case Dir::bwd_d:
-      return supports_bwd_d(d);
-    case Dir::bwd_w:
-      return supports_bwd_w(d);
-    default:
-      return Support::no(name() + " runs fwd, bwd_d or bwd_w separately");
-  }
+  return DirConv::supports(d, dir);
 }
 
-Support OclConv::supports_bwd_d(const ConvDesc&) const {
-  return Support::no(name() + " runs fwd only (no bwd_d)");
-}
-Support OclConv::supports_bwd_w(const ConvDesc&) const {
-  return Support::no(name() + " runs fwd only (no bwd_w)");
-}
 void OclConv::prepare_bwd_d(const Tensor&) {
   throw Unsupported(name() + " has no bwd_d");
 }

@@ -16,9 +16,9 @@ namespace pb {
 
 size_t ocl_round_up(int64_t x, int64_t to);
 
-class OclConv : public ConvImpl {
+class OclConv : public DirConv {
  public:
-  // 32-bit sizes, then supports_fwd / supports_bwd_d / supports_bwd_w by direction.
+  // 32-bit sizes, then DirConv's check by direction.
   Support supports(const ConvDesc& d, Dir dir) const override;
   // Uploads the direction's inputs and allocates its outputs, calls prepare_fwd / prepare_bwd_d /
   // prepare_bwd_w (bwd_w: then adds the bias-gradient step), and runs once (PoCL compiles at
@@ -32,13 +32,8 @@ class OclConv : public ConvImpl {
   std::vector<std::pair<std::string, double>> extra_counters() const override;
 
  protected:
-  // The algorithm's domain (the base already checked fwd and 32-bit sizes).
-  virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
   // Uploads weights (transformed as the algorithm needs), allocates workspaces, adds steps.
   virtual void prepare_fwd(const Tensor& wei) = 0;
-  // The backward domains: none unless an algorithm says otherwise.
-  virtual Support supports_bwd_d(const ConvDesc&) const;
-  virtual Support supports_bwd_w(const ConvDesc&) const;
   // bwd_d: diff_dst_ holds diff_dst; uploads `wei` as needed and adds the steps that write
   // diff_src_ (mb x ic x ih x iw).
   virtual void prepare_bwd_d(const Tensor& wei);
