@@ -193,6 +193,7 @@ struct Executor::Impl {
       ++fallbacks;
     }
     size_t pick = 0;
+    bool prepared = false;  // the best search leaves every candidate prepared for this call
     const std::string algo = opt.backend + "/" + opt.policy;
     if (opt.policy == "best" && cands.size() > 1) {
       const std::string key = std::string(Traits::kPrim) + "\t" + dir_str(dir) + "\t" + info.desc;
@@ -215,6 +216,7 @@ struct Executor::Impl {
           cands[i] = std::move(trial.impl);
           if (t < best) best = t, pick = i;
         }
+        prepared = true;
         cache.put(key, cands[pick]->name(), best);
         info.note =
             (info.note.empty() ? "" : info.note + "; ") + "best of " + std::to_string(cands.size());
@@ -232,16 +234,16 @@ struct Executor::Impl {
     }
     call->impl = std::move(cands[pick]);
     info.impl = call->impl->name();
-    call->impl->prepare(d, dir, in);
+    if (!prepared) call->impl->prepare(d, dir, in);
     const size_t n = Traits::output_names(d, dir).size();
-    bool views = call->impl->refresh();
+    const bool refreshable = call->impl->refresh();
+    bool views = refreshable;
     for (size_t i = 0; views && i < n; ++i) views = call->impl->output_view(i) != nullptr;
     if (views) {
       call->mode = PrimCall<Traits, Desc>::kView;
       for (size_t i = 0; i < n; ++i) call->out.push_back(call->impl->output_view(i));
     } else {
-      call->mode =
-          call->impl->refresh() ? PrimCall<Traits, Desc>::kCopy : PrimCall<Traits, Desc>::kPrepare;
+      call->mode = refreshable ? PrimCall<Traits, Desc>::kCopy : PrimCall<Traits, Desc>::kPrepare;
       call->impl->run();
       call->impl->sync();
       for (Tensor& t : call->impl->result()) call->owned.push_back(std::move(t));

@@ -49,11 +49,6 @@ LayerKind parse_kind(const std::string& s, const std::string& where) {
                    "'" + s + "' is not one of input, conv, pool, bnorm, act, fc, add, loss");
 }
 
-// Reads `c3h224w224` (input) or `oc1000` (fc) with the descriptor tokenizer.
-int64_t small_field(FieldReader& r, const std::string& key) {
-  return r.get(key, 0);
-}
-
 // Checks that what a layer's descriptor expects equals what its input gives.
 void expect(const std::string& where, const char* field, int64_t want, int64_t got,
             const std::string& from, const Shape& s) {
@@ -170,8 +165,8 @@ Network Network::load(const std::string& name_or_path) {
           FieldReader r("input", desc);
           for (const char* k : {"mb", "c", "h", "w"}) r.allow_int(k);
           r.read();
-          l.out = {small_field(r, "c"), r.get("h", 1), r.get("w", r.get("h", 1))};
-          mb = small_field(r, "mb");
+          l.out = {r.get("c", 0), r.get("h", 1), r.get("w", r.get("h", 1))};
+          mb = r.get("mb", 0);
           if (mb <= 0 || l.out.c <= 0 || l.out.h <= 0 || l.out.w <= 0)
             throw InputError("input", "needs mb, c, h (w) > 0, as in mb16c3h224");
           break;
@@ -217,7 +212,7 @@ Network Network::load(const std::string& name_or_path) {
           FieldReader r("fc", desc);
           r.allow_int("oc");
           r.read();
-          l.fc_out = small_field(r, "oc");
+          l.fc_out = r.get("oc", 0);
           if (l.fc_out <= 0) throw InputError("oc", "fc needs oc > 0, as in oc1000");
           l.out = {l.fc_out, 1, 1};
           break;
