@@ -51,6 +51,14 @@ class Impl {
   // The host tensor run() writes output i into, valid while refresh() works; nullptr when the
   // output lives elsewhere (a device, another layout) and only result() gives it.
   virtual const Tensor* output_view(size_t) const { return nullptr; }
+  // Device residency (kernels/net's ocl backend), optional. Called before prepare(): input i's
+  // contents live in the caller's OpenCL buffer dev[i] (a cl_mem; nullptr: upload in[i] as
+  // usual), which prepare() and refresh() read in place, with no host transfers; refresh() then
+  // redoes on the device what derives from them. Returns false when not supported.
+  virtual bool bind_device(const std::vector<void*>&) { return false; }
+  // The OpenCL buffer (a cl_mem) run() writes output i into, valid while refresh() works, or
+  // nullptr.
+  virtual void* device_output(size_t) const { return nullptr; }
 };
 
 // One registry line: the name, a factory, and why it is unavailable here ("" when available),

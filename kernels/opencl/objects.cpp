@@ -1,4 +1,6 @@
 // RAII wrappers for device buffers, profiling events and kernels.
+#include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "kernels/core/error.h"
@@ -6,10 +8,27 @@
 
 namespace pb::ocl {
 
+namespace {
+std::atomic<size_t> g_transfers{0};
+}  // namespace
+
+size_t transfer_count() {
+  return g_transfers.load();
+}
+
 Buffer::Buffer(size_t bytes, cl_mem_flags flags) : bytes_(bytes) {
   cl_int err = CL_SUCCESS;
   mem_ = clCreateBuffer(context(), flags, bytes == 0 ? 1 : bytes, nullptr, &err);
   check(err, "clCreateBuffer");
+}
+
+Buffer Buffer::shared(cl_mem mem) {
+  Buffer b;
+  check(clRetainMemObject(mem), "clRetainMemObject");
+  b.mem_ = mem;
+  check(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(b.bytes_), &b.bytes_, nullptr),
+        "clGetMemObjectInfo(CL_MEM_SIZE)");
+  return b;
 }
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
@@ -30,6 +49,7 @@ void Buffer::reset() {
 void Buffer::upload(const void* src, size_t bytes, size_t offset) {
   if (bytes == 0) return;
   if (offset + bytes > bytes_) throw RuntimeError("Buffer::upload: out of range");
+  ++g_transfers;
   check(clEnqueueWriteBuffer(queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
         "clEnqueueWriteBuffer");
 }
@@ -37,6 +57,7 @@ void Buffer::upload(const void* src, size_t bytes, size_t offset) {
 void Buffer::download(void* dst, size_t bytes, size_t offset) const {
   if (bytes == 0) return;
   if (offset + bytes > bytes_) throw RuntimeError("Buffer::download: out of range");
+  ++g_transfers;
   check(clEnqueueReadBuffer(queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
         "clEnqueueReadBuffer");
 }
@@ -46,6 +67,30 @@ void Buffer::copy_from(const Buffer& src, size_t bytes) {
   if (bytes > bytes_ || bytes > src.bytes_) throw RuntimeError("Buffer::copy_from: out of range");
   check(clEnqueueCopyBuffer(queue(), src.mem_, mem_, 0, 0, bytes, 0, nullptr, nullptr),
         "clEnqueueCopyBuffer");
+}
+
+void Buffer::zero() {
+  if (!mem_) return;
+  const cl_uchar z = 0;
+  check(clEnqueueFillBuffer(queue(), mem_, &z, 1, 0, bytes_, 0, nullptr, nullptr),
+        "clEnqueueFillBuffer");
+}
+
+bool Inputs::bind(const std::vector<void*>& dev) {
+  dev_.clear();
+  for (void* p : dev) dev_.push_back(static_cast<cl_mem>(p));
+  return true;
+}
+
+bool Inputs::any_bound() const {
+  return std::any_of(dev_.begin(), dev_.end(), [](cl_mem m) { return m != nullptr; });
+}
+
+Buffer Inputs::get(size_t i, const Tensor& t, cl_mem_flags flags) const {
+  if (bound(i)) return Buffer::shared(dev_[i]);
+  Buffer b(t.bytes(), flags);
+  b.upload(t.data(), t.bytes());
+  return b;
 }
 
 Event& Event::operator=(Event&& o) noexcept {

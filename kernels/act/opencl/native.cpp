@@ -26,10 +26,7 @@ class ActOclNative : public ActImpl {
     in_.clear(), out_.clear();  // prepare() may be called again (a network's next step)
     int func = d.func == ActFunc::relu ? 0 : d.func == ActFunc::sigmoid ? 1 : 2;
     cl_program prog = build_.load("act/native.cl", "-DFUNC=" + std::to_string(func));
-    for (const Tensor* t : in) {
-      in_.emplace_back(t->bytes(), CL_MEM_READ_ONLY);
-      in_.back().upload(t->data(), t->bytes());
-    }
+    for (size_t i = 0; i < in.size(); ++i) in_.push_back(inputs_.get(i, *in[i]));
     out_.emplace_back(static_cast<size_t>(d.size()) * 4);
     const bool xent_fwd = d.func == ActFunc::xent && dir == Dir::fwd;
     out_.emplace_back(xent_fwd ? static_cast<size_t>(d.positions()) * 4 : 4);
@@ -57,6 +54,12 @@ class ActOclNative : public ActImpl {
 
   void run() override { kernel_.enqueue(dims_, global_, nullptr, &event_); }
   void sync() override { ocl::finish(); }
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from the inputs
+  void* device_output(size_t i) const override {
+    const size_t n = d_.func == ActFunc::xent && dir_ == Dir::fwd ? 2 : 1;
+    return i < n ? out_[i].get() : nullptr;
+  }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
@@ -77,6 +80,7 @@ class ActOclNative : public ActImpl {
   ActDesc d_;
   Dir dir_ = Dir::fwd;
   std::vector<ocl::Buffer> in_, out_;
+  ocl::Inputs inputs_;
   ocl::Kernel kernel_;
   ocl::Event event_;
   cl_uint dims_ = 1;

@@ -32,12 +32,21 @@ class BnormOclNative : public BnormImpl {
     // Inputs in bnorm.h's order; gamma/beta default to 1/0 without the flags.
     const bool bwd = dir == Dir::bwd;
     for (size_t i = 0; i < in.size(); ++i) {
+      const bool unit = i == (bwd ? 2u : 1u) && !d.scale, zero = i == (bwd ? 3u : 2u) && !d.shift;
+      if (!unit && !zero) {
+        bufs_.push_back(inputs_.get(i, *in[i], CL_MEM_READ_WRITE));
+        continue;
+      }
       Tensor t = in[i]->clone();
-      if (i == (bwd ? 2u : 1u) && !d.scale) t.fill(1.0f);
-      if (i == (bwd ? 3u : 2u) && !d.shift) t.fill(0.0f);
+      t.fill(unit ? 1.0f : 0.0f);
       bufs_.emplace_back(t.bytes(), CL_MEM_READ_WRITE);
       bufs_.back().upload(t.data(), t.bytes());
     }
+    // Outputs in bnorm.h's order, as indices into outs_.
+    order_ = {0};
+    if (!bwd && !d.inference) order_ = {0, 1, 2, 3, 4};
+    if (bwd && d.scale) order_.push_back(1);
+    if (bwd && d.shift) order_.push_back(2);
     const size_t data = static_cast<size_t>(d.size()) * 4, vec = static_cast<size_t>(d.ic) * 4;
     outs_.emplace_back(data);
     const int mb = int(d.mb), ic = int(d.ic), hw = int(d.hw());
@@ -70,20 +79,17 @@ class BnormOclNative : public BnormImpl {
 
   void run() override { kernel_.enqueue(dims_, global_, local_, &event_); }
   void sync() override { ocl::finish(); }
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from the inputs
+  void* device_output(size_t i) const override {
+    return i < order_.size() ? outs_[order_[i]].get() : nullptr;
+  }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
-    v.emplace_back(Dims{d_.mb, d_.ic, d_.ih, d_.iw});
-    outs_[0].download(v[0].data(), v[0].bytes());
-    std::vector<int> vecs;
-    if (dir_ == Dir::fwd && !d_.inference) vecs = {1, 2, 3, 4};
-    if (dir_ == Dir::bwd) {
-      if (d_.scale) vecs.push_back(1);
-      if (d_.shift) vecs.push_back(2);
-    }
-    for (int i : vecs) {
-      v.emplace_back(Dims{d_.ic});
-      outs_[i].download(v.back().data(), v.back().bytes());
+    for (size_t i = 0; i < order_.size(); ++i) {
+      v.emplace_back(i == 0 ? Dims{d_.mb, d_.ic, d_.ih, d_.iw} : Dims{d_.ic});
+      outs_[order_[i]].download(v.back().data(), v.back().bytes());
     }
     return v;
   }
@@ -96,6 +102,8 @@ class BnormOclNative : public BnormImpl {
   BnormDesc d_;
   Dir dir_ = Dir::fwd;
   std::vector<ocl::Buffer> bufs_, outs_;
+  std::vector<size_t> order_;
+  ocl::Inputs inputs_;
   ocl::Kernel kernel_;
   ocl::Event event_;
   cl_uint dims_ = 1;

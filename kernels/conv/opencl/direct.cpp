@@ -47,21 +47,18 @@ class ConvOclDirect : public OclConv {
   Support supports_bwd_d(const ConvDesc&) const override { return Support::yes(); }
   Support supports_bwd_w(const ConvDesc&) const override { return Support::yes(); }
 
-  void prepare_bwd_d(const Tensor& wei) override {
+  void prepare_bwd_d() override {
     const ConvDesc& d = d_;
     // Few input channels (a network's first layer): a smaller register block wastes less.
     b_.icb = d.icg() <= 4 ? 4 : d.icg() <= 8 ? 8 : b_.icb;
     const int64_t icb = b_.icb, nblk = (d.icg() + icb - 1) / icb, kk = d.kh * d.kw;
     // [g][icg block][kh][kw][ocg][icb], zero channels past icg.
-    std::vector<float> w(static_cast<size_t>(d.g * nblk * kk * d.ocg() * icb), 0.0f);
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t o = 0; o < d.ocg(); ++o)
-        for (int64_t c = 0; c < d.icg(); ++c)
-          for (int64_t k = 0; k < kk; ++k)
-            w[(((gi * nblk + c / icb) * kk + k) * d.ocg() + o) * icb + c % icb] =
-                wei.data()[((gi * d.ocg() + o) * d.icg() + c) * kk + k];
-    wei_ = ocl::Buffer(w.size() * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(w.data(), wei_.bytes());
+    wei_ = ocl::Buffer(static_cast<size_t>(d.g * nblk * kk * d.ocg() * icb) * sizeof(float));
+    FilterMap m = copy_map(d.ocg() * icb);
+    m.sg = nblk * kk * d.ocg() * icb;
+    for (int64_t o = 0; o < d.ocg(); ++o) m.ooff.push_back(o * icb);
+    for (int64_t c = 0; c < d.icg(); ++c) m.coff.push_back(c / icb * kk * d.ocg() * icb + c % icb);
+    add_filter_map(m, wei_);
     // The longest column phase sets the vector width and the work size along dimension 0.
     const int64_t nq = (d.iw + d.sw - 1) / d.sw;
     b_.vw = DirectParams::pick_vw(nq);
@@ -109,16 +106,16 @@ class ConvOclDirect : public OclConv {
     if (parts > 1) add_sum_partials(part_, parts, wsize, diff_wei_);
   }
 
-  void prepare_fwd(const Tensor& wei) override {
+  void prepare_fwd() override {
     const ConvDesc& d = d_;
-    const int64_t ocgp = ocl_round_up(d.ocg(), p_.ocb), ksz = d.icg() * d.kh * d.kw;
+    const int64_t ocgp = ocl_round_up(d.ocg(), p_.ocb), kk = d.kh * d.kw, ksz = d.icg() * kk;
     // Weights padded to ocgp channels per group with zeros.
-    std::vector<float> w(static_cast<size_t>(d.g * ocgp * ksz), 0.0f);
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      std::memcpy(&w[gi * ocgp * ksz], wei.data() + gi * d.ocg() * ksz,
-                  sizeof(float) * d.ocg() * ksz);
-    wei_ = ocl::Buffer(w.size() * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(w.data(), wei_.bytes());
+    wei_ = ocl::Buffer(static_cast<size_t>(d.g * ocgp * ksz) * sizeof(float));
+    FilterMap m = copy_map(1);
+    m.sg = ocgp * ksz;
+    for (int64_t o = 0; o < d.ocg(); ++o) m.ooff.push_back(o * ksz);
+    for (int64_t c = 0; c < d.icg(); ++c) m.coff.push_back(c * kk);
+    add_filter_map(m, wei_);
     p_.vw = DirectParams::pick_vw(d.ow);
     cl_program prog = program("conv/direct.cl", p_.options());
     size_t global[3] = {static_cast<size_t>((d.ow + p_.vw - 1) / p_.vw), static_cast<size_t>(d.oh),

@@ -6,12 +6,12 @@
 // embedding [[Wr, -Wi], [Wi, Wr]] [Xr; Xi] (M = 2 ocg, K = 2 icg), see use_gauss().
 // Own radix-2 kernels, not clFFT: no new dependency, clFFT is untested on PoCL, and fusing the
 // tile gather/crop and the GEMM layout into the transforms saves two passes over the data.
-// The filters' spectra are computed on the host in fp64 (conjugated: the convolution is a
+// The filters' spectra are a filter map on the device, a direct DFT of the taps with fp64
+// coefficients and accumulation where the device has it (conjugated: the convolution is a
 // cross-correlation; scaled by 1 / (NH NW) for the unnormalised inverse). Dilation only spreads
 // the filter's taps within the FFT size, so it costs nothing extra.
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -129,13 +129,14 @@ class ConvOclFft : public OclConv {
     return Support::yes();
   }
 
-  void prepare_fwd(const Tensor& wei) override {
+  void prepare_fwd() override {
     const ConvDesc& d = d_;
     geo_ = choose_geometry(d);
     const int64_t nh = geo_.nh, nw = geo_.nw, nf = geo_.freqs();
     const int64_t icg = d.icg(), ocg = d.ocg();
     gauss_ = use_gauss(d);
-    upload_filters(wei);
+    wei_ = ocl::Buffer(static_cast<size_t>(d.g * nf * (gauss_ ? 3 : 4) * icg * ocg) * 4);
+    add_filter_map(spectra(), wei_);
 
     // Channels per work-item (fft.cl's vector width): the widest that wastes few lanes.
     auto vc = [](int64_t ch) { return ch >= 12 ? 16 : ch >= 6 ? 8 : 4; };
@@ -188,52 +189,44 @@ class ConvOclFft : public OclConv {
   // Weights per (group, frequency), W = conj(FFT(w)) / (nh nw) with w zero-padded (and dilated)
   // to nh x nw; column-major. 3M: three ocg x icg matrices Wr, Wr + Wi, Wi - Wr (for the parts
   // Re + Im, Im, Re of X). Real embedding: one 2 ocg x 2 icg matrix [[Wr, -Wi], [Wi, Wr]].
-  // Separable DFT in fp64: rows, then columns.
-  void upload_filters(const Tensor& wei) {
+  // As a filter map: each part of each frequency is a real combination of the taps (the DFT's
+  // cosines and sines, from fp64).
+  FilterMap spectra() const {
     const ConvDesc& d = d_;
     const int64_t nh = geo_.nh, nw = geo_.nw, w2 = nw / 2 + 1, nf = geo_.freqs();
     const int64_t icg = d.icg(), ocg = d.ocg(), kh = d.kh, kw = d.kw;
-    using cd = std::complex<double>;
-    const double pi = std::acos(-1.0);
-    std::vector<cd> eh(nh), ew(nw);  // exp(-2 pi i m / n)
-    for (int64_t m = 0; m < nh; ++m) eh[m] = std::polar(1.0, -2 * pi * double(m) / double(nh));
-    for (int64_t m = 0; m < nw; ++m) ew[m] = std::polar(1.0, -2 * pi * double(m) / double(nw));
-    const double scale = 1.0 / double(nh * nw);
+    const double pi = std::acos(-1.0), scale = 1.0 / double(nh * nw);
     const int64_t per_f = (gauss_ ? 3 : 4) * icg * ocg;
-    std::vector<float> b(static_cast<size_t>(d.g * nf * per_f));
-    std::vector<cd> rows(static_cast<size_t>(kh * w2));
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t o = 0; o < ocg; ++o)
-        for (int64_t c = 0; c < icg; ++c) {
-          const float* w = wei.data() + ((gi * ocg + o) * icg + c) * kh * kw;
+    // (coefficient of Re W, of Im W, offset in the frequency's block) per part.
+    struct Part {
+      double re, im;
+      int64_t off;
+    };
+    // Real embedding: (o, c): Wr; (o, icg + c): -Wi; (ocg + o, c): Wi; (ocg + o, icg + c): Wr.
+    const std::vector<Part> parts =
+        gauss_ ? std::vector<Part>{{1, 0, 0}, {1, 1, icg * ocg}, {-1, 1, 2 * icg * ocg}}
+               : std::vector<Part>{
+                     {1, 0, 0}, {0, -1, icg * 2 * ocg}, {0, 1, ocg}, {1, 0, icg * 2 * ocg + ocg}};
+    FilterMap m;
+    m.a = nf * static_cast<int64_t>(parts.size());
+    m.sg = nf * per_f;
+    for (int64_t k1 = 0; k1 < nh; ++k1)
+      for (int64_t k2 = 0; k2 < w2; ++k2)
+        for (const Part& p : parts) {
           for (int64_t i = 0; i < kh; ++i)
-            for (int64_t k2 = 0; k2 < w2; ++k2) {
-              cd s = 0;
-              for (int64_t j = 0; j < kw; ++j)
-                s += double(w[i * kw + j]) * ew[(k2 * j * (d.dw + 1)) % nw];
-              rows[i * w2 + k2] = s;
+            for (int64_t j = 0; j < kw; ++j) {
+              // W = scale * sum w e^{+i theta} (the conjugate): Re cos, Im sin.
+              const double theta = 2 * pi *
+                                   (double((k1 * i * (d.dh + 1)) % nh) / double(nh) +
+                                    double((k2 * j * (d.dw + 1)) % nw) / double(nw));
+              m.coef.push_back(
+                  static_cast<float>(scale * (p.re * std::cos(theta) + p.im * std::sin(theta))));
             }
-          for (int64_t k1 = 0; k1 < nh; ++k1)
-            for (int64_t k2 = 0; k2 < w2; ++k2) {
-              cd s = 0;
-              for (int64_t i = 0; i < kh; ++i)
-                s += rows[i * w2 + k2] * eh[(k1 * i * (d.dh + 1)) % nh];
-              const double wr = s.real() * scale, wi = -s.imag() * scale;
-              float* m = b.data() + (gi * nf + k1 * w2 + k2) * per_f;
-              if (gauss_) {
-                m[c * ocg + o] = static_cast<float>(wr);
-                m[icg * ocg + c * ocg + o] = static_cast<float>(wr + wi);
-                m[2 * icg * ocg + c * ocg + o] = static_cast<float>(wi - wr);
-              } else {
-                m[c * 2 * ocg + o] = static_cast<float>(wr);                // (o, c)
-                m[(icg + c) * 2 * ocg + o] = static_cast<float>(-wi);       // (o, icg + c)
-                m[c * 2 * ocg + ocg + o] = static_cast<float>(wi);          // (ocg + o, c)
-                m[(icg + c) * 2 * ocg + ocg + o] = static_cast<float>(wr);  // (ocg + o, icg + c)
-              }
-            }
+          m.aoff.push_back((k1 * w2 + k2) * per_f + p.off);
         }
-    wei_ = ocl::Buffer(b.size() * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(b.data(), wei_.bytes());
+    for (int64_t o = 0; o < ocg; ++o) m.ooff.push_back(o);
+    for (int64_t c = 0; c < icg; ++c) m.coff.push_back(c * (gauss_ ? ocg : 2 * ocg));
+    return m;
   }
 
   FftGeometry geo_;

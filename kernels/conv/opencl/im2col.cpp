@@ -33,10 +33,9 @@ class ConvOclIm2col : public OclConv {
   Support supports_bwd_d(const ConvDesc&) const override { return Support::yes(); }
   Support supports_bwd_w(const ConvDesc&) const override { return Support::yes(); }
 
-  void prepare_fwd(const Tensor& wei) override {
+  void prepare_fwd() override {
     const ConvDesc& d = d_;
-    wei_ = ocl::Buffer(static_cast<size_t>(d.wei_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(wei.data(), wei_.bytes());
+    wei_ = ocl::Buffer::shared(wraw_.get());  // the GEMM reads goihw as it is
     const int64_t P = d.oh * d.ow, K = d.icg() * d.kh * d.kw;
     GemmArgs g{P, d.ocg(),     K,   &src_, 0, P, K * P,       &wei_,     0,
                K, d.ocg() * K, d.g, &dst_, 0, P, d.ocg() * P, d.mb * d.g};
@@ -63,17 +62,17 @@ class ConvOclIm2col : public OclConv {
   }
 
   // Per chunk of images: col (P x K per image and group) = diff_dst (P x ocg) x W_g^T, the
-  // weights transposed on the host to ocg x K; then col2im. Pointwise: the GEMM writes diff_src.
-  void prepare_bwd_d(const Tensor& wei) override {
+  // weights transposed on the device to ocg x K; then col2im. Pointwise: the GEMM writes
+  // diff_src.
+  void prepare_bwd_d() override {
     const ConvDesc& d = d_;
-    const int64_t P = d.oh * d.ow, K = d.icg() * d.kh * d.kw, ocg = d.ocg();
-    std::vector<float> wt(static_cast<size_t>(d.wei_size()));
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t o = 0; o < ocg; ++o)
-        for (int64_t k = 0; k < K; ++k)
-          wt[(gi * K + k) * ocg + o] = wei.data()[(gi * ocg + o) * K + k];
-    wei_ = ocl::Buffer(wt.size() * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(wt.data(), wei_.bytes());
+    const int64_t P = d.oh * d.ow, kk = d.kh * d.kw, K = d.icg() * kk, ocg = d.ocg();
+    wei_ = ocl::Buffer(static_cast<size_t>(d.wei_size()) * sizeof(float));
+    FilterMap m = copy_map(ocg);  // W_g^T[(c kk + t) ocg + o] = w[o][c][t]
+    m.sg = K * ocg;
+    for (int64_t o = 0; o < ocg; ++o) m.ooff.push_back(o);
+    for (int64_t c = 0; c < d.icg(); ++c) m.coff.push_back(c * kk * ocg);
+    add_filter_map(m, wei_);
     GemmArgs g{P,   K,       ocg, &diff_dst_, 0, P, ocg * P, &wei_,     0,
                ocg, ocg * K, d.g, &diff_src_, 0, P, K * P,   d.mb * d.g};
     if (pointwise(d)) return add_gemm(g);

@@ -24,10 +24,9 @@ class ConvOclImplicitGemm : public OclConv {
   std::string name() const override { return "ocl/implicit_gemm"; }
 
  protected:
-  void prepare_fwd(const Tensor& wei) override {
+  void prepare_fwd() override {
     const ConvDesc& d = d_;
-    wei_ = ocl::Buffer(static_cast<size_t>(d.wei_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(wei.data(), wei_.bytes());
+    wei_ = ocl::Buffer::shared(wraw_.get());  // read as goihw
     const int64_t K = d.icg() * d.kh * d.kw;
     std::vector<cl_int> tab(static_cast<size_t>(3 * K));
     for (int64_t c = 0; c < d.icg(); ++c)

@@ -21,7 +21,7 @@ Support OclConv::supports(const ConvDesc& d, Dir dir) const {
   return DirConv::supports(d, dir);
 }
 
-void OclConv::prepare_bwd_d(const Tensor&) {
+void OclConv::prepare_bwd_d() {
   throw Unsupported(name() + " has no bwd_d");
 }
 void OclConv::prepare_bwd_w() {
@@ -29,11 +29,6 @@ void OclConv::prepare_bwd_w() {
 }
 
 namespace {
-ocl::Buffer upload(const Tensor& t) {
-  ocl::Buffer b(t.size() * sizeof(float), CL_MEM_READ_ONLY);
-  b.upload(t.data(), b.bytes());
-  return b;
-}
 ocl::Buffer output(int64_t floats) {
   return ocl::Buffer(static_cast<size_t>(floats) * sizeof(float));
 }
@@ -46,24 +41,30 @@ void OclConv::prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor
   ws_bytes_ = 0;
   build_ms_ = 0;
   cache_hit_ = true;
-  for (ocl::Buffer* b : {&src_, &wei_, &dst_, &diff_dst_, &diff_src_, &diff_wei_, &diff_bias_})
+  map_tables_.clear();
+  for (ocl::Buffer* b :
+       {&wraw_, &src_, &wei_, &dst_, &diff_dst_, &diff_src_, &diff_wei_, &diff_bias_})
     b->reset();
   if (dir == Dir::bwd_d) {  // {diff_dst, wei} -> {diff_src}
-    diff_dst_ = upload(*in[0]);
+    diff_dst_ = inputs_.get(0, *in[0]);
+    wraw_ = inputs_.get(1, *in[1]);
     diff_src_ = output(d.src_size());
-    prepare_bwd_d(*in[1]);
+    prepare_bwd_d();
   } else if (dir == Dir::bwd_w) {  // {src, diff_dst} -> {diff_wei, diff_bias}
-    src_ = upload(*in[0]);
-    diff_dst_ = upload(*in[1]);
+    src_ = inputs_.get(0, *in[0]);
+    diff_dst_ = inputs_.get(1, *in[1]);
     diff_wei_ = output(d.wei_size());
     diff_bias_ = output(d.oc);
     prepare_bwd_w();
     add_bias_grad();
   } else {  // {src, wei} -> {dst}
-    src_ = upload(*in[0]);
+    src_ = inputs_.get(0, *in[0]);
+    wraw_ = inputs_.get(1, *in[1]);
     dst_ = output(d.dst_size());
-    prepare_fwd(*in[1]);
+    prepare_fwd();
   }
+  enqueue(true);  // the weight transforms (their first enqueue compiles too)
+  ocl::finish();
   // The first enqueue of each kernel and work-group size compiles it on PoCL: run once here,
   // unless this object ran this very problem already (prepared again for new input contents).
   const std::string key = d.str() + " " + dir_str(dir);
@@ -136,8 +137,66 @@ void OclConv::add_bias_grad() {
                 static_cast<cl_int>(d_.oh * d_.ow));
 }
 
+OclConv::FilterMap OclConv::copy_map(int64_t tap_stride, bool flip) const {
+  const int64_t taps = d_.kh * d_.kw;
+  FilterMap m;
+  m.a = taps;
+  m.coef.assign(static_cast<size_t>(taps * taps), 0.0f);
+  for (int64_t t = 0; t < taps; ++t) {
+    m.coef[t * taps + (flip ? taps - 1 - t : t)] = 1.0f;
+    m.aoff.push_back(t * tap_stride);
+  }
+  return m;
+}
+
+void OclConv::add_filter_map(const FilterMap& m, ocl::Buffer& out) {
+  const int64_t ocg = d_.ocg(), icg = d_.icg(), taps = d_.kh * d_.kw;
+  if (static_cast<int64_t>(m.coef.size()) != m.a * taps ||
+      static_cast<int64_t>(m.aoff.size()) != m.a || static_cast<int64_t>(m.ooff.size()) != ocg ||
+      static_cast<int64_t>(m.coff.size()) != icg)
+    throw RuntimeError(name() + ": filter map tables do not match the weights");
+  auto table = [this](const auto& v) {
+    std::vector<cl_long> t(v.begin(), v.end());
+    ocl::Buffer b(t.size() * sizeof(t[0]), CL_MEM_READ_ONLY);
+    b.upload(t.data(), b.bytes());
+    map_tables_.push_back(std::move(b));
+    return map_tables_.back().get();
+  };
+  ocl::Buffer coef(m.coef.size() * sizeof(float), CL_MEM_READ_ONLY);
+  coef.upload(m.coef.data(), coef.bytes());
+  map_tables_.push_back(std::move(coef));
+  cl_mem coef_mem = map_tables_.back().get();
+  cl_mem aoff = table(m.aoff), ooff = table(m.ooff), coff = table(m.coff);
+  out.zero();  // once: the positions no filter writes stay zero
+  cl_program prog = program("conv/filter_map.cl", "");
+  size_t global[2] = {static_cast<size_t>(ocg * icg), static_cast<size_t>(d_.g)};
+  size_t local[2] = {64, 1};
+  add_step(prog, "filter_map", 2, global, local)
+      .set_args(wraw_, out, coef_mem, aoff, ooff, coff, static_cast<cl_int>(m.a),
+                static_cast<cl_int>(taps), static_cast<cl_int>(ocg), static_cast<cl_int>(icg),
+                static_cast<cl_long>(m.sg));
+  steps_.back()->weights = true;
+}
+
+void OclConv::enqueue(bool weights) {
+  for (auto& s : steps_)
+    if (s->weights == weights) s->kernel.enqueue(s->dims, s->global, s->local, &s->event);
+}
+
 void OclConv::run() {
-  for (auto& s : steps_) s->kernel.enqueue(s->dims, s->global, s->local, &s->event);
+  enqueue(false);
+}
+
+bool OclConv::refresh() {
+  if (!inputs_.any_bound()) return false;
+  enqueue(true);
+  return true;
+}
+
+void* OclConv::device_output(size_t i) const {
+  if (dir_ == Dir::bwd_d) return i == 0 ? diff_src_.get() : nullptr;
+  if (dir_ == Dir::bwd_w) return i == 0 ? diff_wei_.get() : i == 1 ? diff_bias_.get() : nullptr;
+  return i == 0 ? dst_.get() : nullptr;
 }
 
 std::vector<Tensor> OclConv::result() {
@@ -163,6 +222,7 @@ std::vector<std::pair<std::string, double>> OclConv::extra_counters() const {
   std::vector<std::pair<std::string, double>> per;
   double kernel_ms = 0;
   for (const auto& s : steps_) {
+    if (s->weights) continue;  // prepare's work
     const double ms = s->event.elapsed_ms();
     kernel_ms += ms;
     auto it =

@@ -1,6 +1,8 @@
 // Shared base of the OpenCL convolutions: owns the device buffers of each direction (inputs,
 // outputs, workspaces), builds programs, keeps the kernel launches that run() enqueues and their
-// times, and adds the bias gradient (and the sum of per-chunk partial gradients) to bwd_w.
+// times, runs the weight transforms on the device, and adds the bias gradient (and the sum of
+// per-chunk partial gradients) to bwd_w. Inputs may be bound to a network's device buffers
+// (bind_device): then nothing is transferred and refresh() transforms the new weights again.
 #pragma once
 
 #include <memory>
@@ -20,11 +22,15 @@ class OclConv : public DirConv {
  public:
   // 32-bit sizes, then DirConv's check by direction.
   Support supports(const ConvDesc& d, Dir dir) const override;
-  // Uploads the direction's inputs and allocates its outputs, calls prepare_fwd / prepare_bwd_d /
-  // prepare_bwd_w (bwd_w: then adds the bias-gradient step), and runs once (PoCL compiles at
-  // the first enqueue).
+  // Uploads (or binds) the direction's inputs and allocates its outputs, calls prepare_fwd /
+  // prepare_bwd_d / prepare_bwd_w (bwd_w: then adds the bias-gradient step), transforms the
+  // weights and runs once (PoCL compiles at the first enqueue).
   void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override;
-  void run() override;  // enqueues every step, in order
+  void run() override;  // enqueues every step but the weight transforms, in order
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  // With bound inputs: enqueues the weight transforms again (the weights changed on the device).
+  bool refresh() override;
+  void* device_output(size_t i) const override;
   void sync() override { ocl::finish(); }
   // fwd {dst}, bwd_d {diff_src}, bwd_w {diff_wei, diff_bias}.
   std::vector<Tensor> result() override;
@@ -32,18 +38,20 @@ class OclConv : public DirConv {
   std::vector<std::pair<std::string, double>> extra_counters() const override;
 
  protected:
-  // Uploads weights (transformed as the algorithm needs), allocates workspaces, adds steps.
-  virtual void prepare_fwd(const Tensor& wei) = 0;
-  // bwd_d: diff_dst_ holds diff_dst; uploads `wei` as needed and adds the steps that write
-  // diff_src_ (mb x ic x ih x iw).
-  virtual void prepare_bwd_d(const Tensor& wei);
+  // fwd: src_ and wraw_ (the weights, goihw) hold the inputs; transforms the weights as the
+  // algorithm needs (add_filter_map, or wei_ = wraw_ shared), allocates workspaces, adds steps.
+  virtual void prepare_fwd() = 0;
+  // bwd_d: diff_dst_ and wraw_ hold the inputs; adds the weight transforms and the steps that
+  // write diff_src_ (mb x ic x ih x iw).
+  virtual void prepare_bwd_d();
   // bwd_w: src_ and diff_dst_ hold the inputs; adds the steps that write diff_wei_
   // (g x ocg x icg x kh x kw). The base adds the bias gradient (diff_bias_) after them.
   virtual void prepare_bwd_w();
 
   // One kernel launch of run(); the kernel's arguments are set once, in prepare_fwd().
   struct Step {
-    std::string name;  // the kernel's name, for the per-kernel time counters
+    std::string name;      // the kernel's name, for the per-kernel time counters
+    bool weights = false;  // a weight transform: prepare() and refresh() run it, run() does not
     ocl::Kernel kernel;
     cl_uint dims = 1;
     size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
@@ -55,6 +63,20 @@ class OclConv : public DirConv {
   ocl::Kernel& add_step(cl_program prog, const char* kernel, cl_uint dims, const size_t* global,
                         const size_t* local);
   ocl::Buffer workspace(size_t bytes);  // a device buffer counted in workspace_bytes()
+
+  // A weight transform (filter_map.cl): each filter (gi, o, c) of wraw_, its kh * kw taps t,
+  // gives `a` values out[gi * sg + ooff[o] + coff[c] + aoff[j]] = sum_t coef[j * taps + t] w[t]
+  // for j < a. `out` is zeroed first (positions no filter writes stay 0). It runs in prepare()
+  // and in refresh(), never in run().
+  struct FilterMap {
+    int64_t a = 0;
+    std::vector<float> coef;                // a x taps
+    std::vector<int64_t> aoff, ooff, coff;  // a, ocg, icg entries
+    int64_t sg = 0;
+  };
+  // The map that copies tap t to aoff[t] = t * tap_stride (a repack; flipped: t -> taps-1-t).
+  FilterMap copy_map(int64_t tap_stride, bool flip = false) const;
+  void add_filter_map(const FilterMap& m, ocl::Buffer& out);
 
   // A launch of gemm/tiled.cl's gemm_tiled_batched (column-major, no transposes, alpha 1): for
   // b < batch, C_b (M x N) = A_b (M x K) * B_b (K x N) + beta C_b with A_b = A + a_off + b * sa,
@@ -76,14 +98,18 @@ class OclConv : public DirConv {
 
   ConvDesc d_;
   Dir dir_ = Dir::fwd;
-  ocl::Buffer src_, wei_, dst_;       // fwd: src, weights, dst; bwd_w: src_ is src
+  ocl::Buffer wraw_;                  // fwd, bwd_d: the weights as given (goihw)
+  ocl::Buffer src_, wei_, dst_;       // fwd: src, weights as the kernels read them, dst
   ocl::Buffer diff_dst_;              // bwd_d, bwd_w: the input diff_dst
   ocl::Buffer diff_src_;              // bwd_d: the output
   ocl::Buffer diff_wei_, diff_bias_;  // bwd_w: the outputs
 
  private:
-  void add_bias_grad();  // diff_bias_ from diff_dst_ (conv_bwd.cl)
+  void add_bias_grad();        // diff_bias_ from diff_dst_ (conv_bwd.cl)
+  void enqueue(bool weights);  // the weight transforms, or the other steps
 
+  ocl::Inputs inputs_;
+  std::vector<ocl::Buffer> map_tables_;  // the filter maps' coefficient and offset tables
   std::vector<std::unique_ptr<Step>> steps_;
   TiledParams gemm_params_ = TiledParams::from_env();
   size_t ws_bytes_ = 0;

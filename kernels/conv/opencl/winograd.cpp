@@ -1,8 +1,9 @@
 // ocl/winograd_f2 and ocl/winograd_f4: Winograd F(2x2,3x3) / F(4x4,3x3) on OpenCL. Filters are
-// transformed on the host in prepare (fp64); per chunk of images, winograd.cl transforms the
-// input tiles, one gemm_tiled_batched launch multiplies over all (group, tile position) pairs,
-// and winograd.cl transforms the products back. bwd_d is the same forward pass over diff_dst
-// with the filters flipped 180 degrees and input/output channels swapped per group.
+// transformed on the device (filter_map.cl, fp64 where the device has it); per chunk of images,
+// winograd.cl transforms the input tiles, one gemm_tiled_batched launch multiplies over all (group,
+// tile position) pairs, and winograd.cl transforms the products back. bwd_d is the same forward
+// pass over diff_dst with the filters flipped 180 degrees and input/output channels swapped per
+// group.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -34,49 +35,47 @@ class ConvOclWinograd : public OclConv {
     return Support::yes();
   }
 
-  void prepare_fwd(const Tensor& wei) override { build(d_, wei.data(), src_, dst_); }
+  void prepare_fwd() override { build(d_, filter_transform(false), src_, dst_); }
 
   // diff_src = the forward convolution of diff_dst (oc channels, oh x ow) padded by 2 - ph,
   // 2 - pw at the start (the end pads follow from the sizes), stride 1, with the filters
   // w'(gi, c, o, r, t) = w(gi, o, c, 2 - r, 2 - t).
-  void prepare_bwd_d(const Tensor& wei) override {
+  void prepare_bwd_d() override {
     const ConvDesc& d = d_;
     ConvDesc t = d;
     t.ic = d.oc, t.oc = d.ic, t.ih = d.oh, t.iw = d.ow, t.oh = d.ih, t.ow = d.iw;
     t.ph = d.kh - 1 - d.ph, t.pw = d.kw - 1 - d.pw;
-    const int64_t icg = d.icg(), ocg = d.ocg();
-    std::vector<float> w(static_cast<size_t>(d.wei_size()));
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t o = 0; o < ocg; ++o)
-        for (int64_t c = 0; c < icg; ++c)
-          for (int k = 0; k < 9; ++k)
-            w[((gi * icg + c) * ocg + o) * 9 + k] =
-                wei.data()[((gi * ocg + o) * icg + c) * 9 + 8 - k];
-    build(t, w.data(), diff_dst_, diff_src_);
+    build(t, filter_transform(true), diff_dst_, diff_src_);
   }
 
-  // The forward pass of `d` from `in` to `out`, filters `wei` (goihw).
-  void build(const ConvDesc& d, const float* wei, const ocl::Buffer& in, const ocl::Buffer& out) {
+  // U[gi][pos][k][c] = (G w G^T)[pos] of filter (k, c) of group gi, as a filter map of the
+  // given weights; `swapped`: of the bwd_d filters w'(gi, c, o) = w(gi, o, c) flipped 180 degrees.
+  FilterMap filter_transform(bool swapped) const {
+    const ConvDesc& d = d_;
     const int64_t icg = d.icg(), ocg = d.ocg();
-    // U[gi][pos][k][c] = (G w G^T)[pos] of filter (k, c) of group gi.
     const auto& G = wino::Tables<M>::g;
-    std::vector<float> u(static_cast<size_t>(d.g * kA2 * ocg * icg));
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t k = 0; k < ocg; ++k)
-        for (int64_t c = 0; c < icg; ++c) {
-          const float* w = wei + ((gi * ocg + k) * icg + c) * 9;
-          double gw[kA][3];
-          for (int i = 0; i < kA; ++i)
-            for (int b = 0; b < 3; ++b)
-              gw[i][b] = G[i][0] * w[b] + G[i][1] * w[3 + b] + G[i][2] * w[6 + b];
-          for (int i = 0; i < kA; ++i)
-            for (int j = 0; j < kA; ++j) {
-              double s = gw[i][0] * G[j][0] + gw[i][1] * G[j][1] + gw[i][2] * G[j][2];
-              u[(((gi * kA2 + i * kA + j) * ocg + k) * icg + c)] = static_cast<float>(s);
-            }
+    FilterMap m;
+    m.a = kA2;
+    m.sg = kA2 * ocg * icg;
+    for (int i = 0; i < kA; ++i)
+      for (int j = 0; j < kA; ++j) {
+        for (int t = 0; t < 9; ++t) {
+          const int tap = swapped ? 8 - t : t;  // (G w' G^T) reads w' at t = w at 8 - t
+          m.coef.push_back(static_cast<float>(G[i][tap / 3] * G[j][tap % 3]));
         }
-    wei_ = ocl::Buffer(u.size() * sizeof(float), CL_MEM_READ_ONLY);
-    wei_.upload(u.data(), wei_.bytes());
+        m.aoff.push_back((i * kA + j) * ocg * icg);
+      }
+    for (int64_t o = 0; o < ocg; ++o) m.ooff.push_back(swapped ? o : o * icg);
+    for (int64_t c = 0; c < icg; ++c) m.coff.push_back(swapped ? c * ocg : c);
+    return m;
+  }
+
+  // The forward pass of `d` from `in` to `out`, its filters transformed by `map`.
+  void build(const ConvDesc& d, const FilterMap& map, const ocl::Buffer& in,
+             const ocl::Buffer& out) {
+    const int64_t icg = d.icg(), ocg = d.ocg();
+    wei_ = ocl::Buffer(static_cast<size_t>(d.g * kA2 * ocg * icg) * sizeof(float));
+    add_filter_map(map, wei_);
 
     const int64_t th = (d.oh + M - 1) / M, tw = (d.ow + M - 1) / M, tiles = th * tw;
     const size_t per_image = static_cast<size_t>(kA2 * tiles * std::max(d.ic, d.oc)) * 4;

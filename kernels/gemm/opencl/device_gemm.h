@@ -1,5 +1,6 @@
-// Shared base of the OpenCL GEMMs: A, B and C in device buffers uploaded by prepare(), clFinish
-// as sync(), and C downloaded as the result.
+// Shared base of the OpenCL GEMMs: A, B and C in device buffers uploaded by prepare() (or bound
+// to a network's buffers: then C is updated in place, as BLAS does), clFinish as sync(), and C
+// downloaded as the result.
 #pragma once
 
 #include <vector>
@@ -15,6 +16,9 @@ class DeviceGemm : public GemmImpl {
     return dir == Dir::fwd ? Support::yes() : Support::no("GEMM has only the fwd direction");
   }
   void sync() override { ocl::finish(); }
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from A, B, C
+  void* device_output(size_t i) const override { return i == 0 ? c_.get() : nullptr; }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.emplace_back(Dims{d_.n, d_.ldc});
@@ -23,18 +27,16 @@ class DeviceGemm : public GemmImpl {
   }
 
  protected:
-  // Keeps the descriptor and uploads A, B and C (the whole ld x cols arrays).
+  // Keeps the descriptor and uploads (or binds) A, B and C (the whole ld x cols arrays).
   void upload(const GemmDesc& d, const std::vector<const Tensor*>& in) {
     d_ = d;
-    a_ = ocl::Buffer(static_cast<size_t>(d.a_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    b_ = ocl::Buffer(static_cast<size_t>(d.b_size()) * sizeof(float), CL_MEM_READ_ONLY);
-    c_ = ocl::Buffer(static_cast<size_t>(d.c_size()) * sizeof(float), CL_MEM_READ_WRITE);
-    a_.upload(in[0]->data(), a_.bytes());
-    b_.upload(in[1]->data(), b_.bytes());
-    c_.upload(in[2]->data(), c_.bytes());
+    a_ = inputs_.get(0, *in[0]);
+    b_ = inputs_.get(1, *in[1]);
+    c_ = inputs_.get(2, *in[2], CL_MEM_READ_WRITE);
   }
 
   GemmDesc d_;
+  ocl::Inputs inputs_;
   ocl::Buffer a_, b_, c_;
 };
 

@@ -27,8 +27,7 @@ class PoolOclNative : public PoolImpl {
     std::string opts = "-DALG=" + std::to_string(static_cast<int>(d.alg)) +
                        " -DWS_T=" + (d.ws_elem_bytes() == 1 ? "uchar" : "int");
     cl_program prog = build_.load("pool/native.cl", opts);
-    src_ = ocl::Buffer(in[0]->bytes(), CL_MEM_READ_ONLY);
-    src_.upload(in[0]->data(), in[0]->bytes());
+    src_ = inputs_.get(0, *in[0]);
     dst_ = ocl::Buffer(static_cast<size_t>(d.dst_size()) * 4);
     ws_ = ocl::Buffer(max && dir == Dir::bwd ? static_cast<size_t>(d.dst_size()) * d.ws_elem_bytes()
                                              : 1);
@@ -43,8 +42,7 @@ class PoolOclNative : public PoolImpl {
     // its argmax workspace.
     fwd_.enqueue(3, gfwd_, nullptr);
     if (dir == Dir::bwd) {
-      dy_ = ocl::Buffer(in[1]->bytes(), CL_MEM_READ_ONLY);
-      dy_.upload(in[1]->data(), in[1]->bytes());
+      dy_ = inputs_.get(1, *in[1]);
       dx_ = ocl::Buffer(in[0]->bytes());
       bwd_ = ocl::Kernel(prog, "pool_bwd");
       set_shape(bwd_);
@@ -64,6 +62,16 @@ class PoolOclNative : public PoolImpl {
       bwd_.enqueue(3, gbwd_, nullptr, &event_);
   }
   void sync() override { ocl::finish(); }
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  // Bound: backward recomputes its argmax workspace from the new source.
+  bool refresh() override {
+    if (!inputs_.any_bound()) return false;
+    if (dir_ == Dir::bwd) fwd_.enqueue(3, gfwd_, nullptr);
+    return true;
+  }
+  void* device_output(size_t i) const override {
+    return i == 0 ? (dir_ == Dir::fwd ? dst_ : dx_).get() : nullptr;
+  }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
@@ -92,6 +100,7 @@ class PoolOclNative : public PoolImpl {
   PoolDesc d_;
   Dir dir_ = Dir::fwd;
   ocl::Buffer src_, dst_, ws_, dy_, dx_;
+  ocl::Inputs inputs_;
   ocl::Kernel fwd_, bwd_;
   ocl::Event event_;
   size_t gfwd_[3] = {1, 1, 1}, gbwd_[3] = {1, 1, 1};
