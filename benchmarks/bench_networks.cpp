@@ -106,6 +106,7 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
   st.counters["measured_over_predicted"] = median_ms / r.predicted_ms;
   st.counters["peak_MB"] = r.peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
+  if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
   st.counters["batch"] = static_cast<double>(net.mb);
   st.SetLabel(net.name + " batch " + std::to_string(net.mb));
   if (!layers_dir.empty())

@@ -15,6 +15,9 @@
 #include "kernels/core/error.h"
 #include "kernels/net/executor.h"
 #include "tests/cli_runner.h"
+#ifdef PRIMBENCH_HAVE_OPENCL
+#include "kernels/opencl/runtime.h"
+#endif
 
 using pb::test::CliResult;
 using pb::test::run_cli;
@@ -118,6 +121,9 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
       for (const std::string& policy : policies) {
         SCOPED_TRACE(backend + " " + policy + (train ? " train" : " infer"));
         Executor ex(net, options(backend, policy, train));
+        if (backend == "ocl") {
+          EXPECT_EQ(ex.residency(), "device");
+        }
         ex.step();
         ex.step();  // a second step must give the same (lr 0): nothing stale, nothing doubled
         CheckResult r = compare(ex.output(), ref.output());
@@ -136,34 +142,61 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
   }
 }
 
+// On the device (ocl) too: there the weights written through params() reach the device.
 TEST(NetSmoke, GradientsMatchFiniteDifferences) {
   Network net = Network::load("tiny_mlp");
-  Executor ex(net, options("cpu", "first", true));
-  ex.step();
-  auto params = ex.params();
-  std::vector<const Tensor*> grads = ex.param_grads();
-  std::vector<Tensor> g;  // copies: later steps overwrite the gradients
-  for (const Tensor* t : grads) g.push_back(t->clone());
-  int checked = 0;
-  for (size_t p = 0; p < params.size(); ++p) {
-    Tensor& w = *params[p].second;
-    for (int64_t i = 0; i < w.size(); i += std::max<int64_t>(1, w.size() / 5)) {
-      const float keep = w[i], h = 1e-2f;
-      w[i] = keep + h;
-      ex.step();
-      const double up = ex.loss();
-      w[i] = keep - h;
-      ex.step();
-      const double down = ex.loss();
-      w[i] = keep;
-      // loss() is the mean over the batch; the gradients are of the summed loss.
-      const double fd = (up - down) / (2.0 * h) * net.mb;
-      EXPECT_NEAR(g[p][i], fd, 2e-3 + 1e-2 * std::fabs(fd)) << params[p].first << "[" << i << "]";
-      ++checked;
+  for (const std::string backend : {"cpu", "ocl"}) {
+    if (!backend_available(backend)) continue;
+    SCOPED_TRACE(backend);
+    Executor ex(net, options(backend, "first", true));
+    ex.step();
+    auto params = ex.params();
+    std::vector<const Tensor*> grads = ex.param_grads();
+    std::vector<Tensor> g;  // copies: later steps overwrite the gradients
+    for (const Tensor* t : grads) g.push_back(t->clone());
+    int checked = 0;
+    for (size_t p = 0; p < params.size(); ++p) {
+      Tensor& w = *params[p].second;
+      for (int64_t i = 0; i < w.size(); i += std::max<int64_t>(1, w.size() / 5)) {
+        const float keep = w[i], h = 1e-2f;
+        w[i] = keep + h;
+        ex.step();
+        const double up = ex.loss();
+        w[i] = keep - h;
+        ex.step();
+        const double down = ex.loss();
+        w[i] = keep;
+        // loss() is the mean over the batch; the gradients are of the summed loss.
+        const double fd = (up - down) / (2.0 * h) * net.mb;
+        EXPECT_NEAR(g[p][i], fd, 2e-3 + 1e-2 * std::fabs(fd)) << params[p].first << "[" << i << "]";
+        ++checked;
+      }
+    }
+    EXPECT_GE(checked, 20);
+  }
+}
+
+#ifdef PRIMBENCH_HAVE_OPENCL
+// The ocl backend keeps every tensor on the device: a training step (with the SGD update) and an
+// inference pass move nothing between host and device, and SGD still lowers the loss there.
+TEST(NetSmoke, OclStepsStayOnTheDevice) {
+  if (!backend_available("ocl")) GTEST_SKIP() << opencl_unavailable();
+  for (bool train : {false, true}) {
+    NetOptions o = options("ocl", "best", train);
+    o.lr = 0.1f;
+    Executor ex(Network::load("tiny_resnet"), o);
+    ASSERT_EQ(ex.residency(), "device");
+    ex.step();
+    const double first = ex.loss();
+    const size_t before = ocl::transfer_count();
+    for (int i = 0; i < 15; ++i) ex.step();
+    EXPECT_EQ(ocl::transfer_count(), before) << (train ? "train" : "infer");
+    if (train) {
+      EXPECT_LT(ex.loss(), 0.5 * first) << "first " << first << ", last " << ex.loss();
     }
   }
-  EXPECT_GE(checked, 20);
 }
+#endif
 
 TEST(NetSmoke, SgdLowersTheLossOnAFixedBatch) {
   NetOptions o = options("cpu", "best", true);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <unordered_map>
 
 #include "kernels/act/act.h"
 #include "kernels/act/traits.h"
@@ -19,6 +20,7 @@
 #include "kernels/core/fill.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/traits.h"
+#include "kernels/net/device_ops.h"
 #include "kernels/net/find_cache.h"
 #include "kernels/net/native_ops.h"
 #include "kernels/pool/pool.h"
@@ -81,16 +83,19 @@ class RefImpl : public Impl<Desc> {
 };
 
 // A primitive call: one implementation prepared once. Each run refreshes it (new activations,
-// updated weights), runs it and, when its outputs are not host views, copies them out.
+// updated weights), runs it and, when its outputs are neither host views nor kept on the device,
+// copies them out.
 template <class Traits, class Desc>
 struct PrimCall : Call {
   Desc d;
   Dir dir = Dir::fwd;
   std::unique_ptr<Impl<Desc>> impl;
   std::vector<const Tensor*> in;
-  std::vector<Tensor> owned;  // outputs, when the implementation has no host view of them
+  // Outputs, when the implementation has no host view of them (on the device: host copies,
+  // refreshed only when the executor downloads for a check).
+  std::vector<Tensor> owned;
   std::vector<const Tensor*> out;
-  enum Mode { kView, kCopy, kPrepare } mode = kView;
+  enum Mode { kView, kDevice, kCopy, kPrepare } mode = kView;
 
   void run() override {
     if (mode == kPrepare)
@@ -99,7 +104,7 @@ struct PrimCall : Call {
       impl->refresh();
     impl->run();
     impl->sync();
-    if (mode == kView) return;
+    if (mode == kView || mode == kDevice) return;
     std::vector<Tensor> r = impl->result();
     for (size_t i = 0; i < owned.size(); ++i)
       std::memcpy(owned[i].data(), r[i].data(), owned[i].bytes());
@@ -141,10 +146,53 @@ struct Executor::Impl {
   std::vector<State> st;
   Tensor labels;
 
+  // Every layer on the device (backend ocl): the device buffer of each tensor the plan uses,
+  // keyed by its host tensor (for the executor's own tensors, a copy uploaded when first asked
+  // for; for a call's outputs, the implementation's own buffer).
+  std::unique_ptr<net::DeviceOps> dev;
+  std::unordered_map<const Tensor*, void*> mirror;
+  std::string residency;    // "device", or why not
+  bool host_stale = false;  // the device holds newer contents than the host copies
+  // The host's input, labels or weights were handed out for writing: from then on every step
+  // uploads them first (untimed), since the caller may write them at any time.
+  bool push_due = false;
+
+  // Thrown while planning on the device when a call cannot stay there: the plan starts over
+  // with host round trips.
+  struct NotOnDevice {
+    std::string why;
+  };
+  void* D(const Tensor* t) { return dev ? on_device(t) : nullptr; }
+  void* on_device(const Tensor* t) {
+    auto it = mirror.find(t);
+    if (it != mirror.end()) return it->second;
+    return mirror[t] = dev->alloc(*t);
+  }
+  // Before reading host copies: every device buffer downloaded into its host tensor.
+  void pull() {
+    if (!dev || !host_stale) return;
+    for (auto& [t, buf] : mirror) dev->download(buf, *const_cast<Tensor*>(t));
+    host_stale = false;
+  }
+  // Before a step: the input, labels and weights the caller may have changed, uploaded.
+  void push() {
+    if (!dev || !push_due) return;
+    auto up = [this](const Tensor& t) {
+      auto it = mirror.find(&t);
+      if (it != mirror.end()) dev->upload(t, it->second);
+    };
+    up(st[0].own);
+    up(labels);
+    for (State& s : st)
+      for (const Tensor* t : {&s.w, &s.b, &s.scale, &s.shift}) up(*t);
+  }
+
   // Candidate implementations of one call, in registry order, for a backend prefix.
   template <class Traits, class Desc>
   std::vector<std::unique_ptr<pb::Impl<Desc>>> candidates(const std::string& prefix, const Desc& d,
-                                                          Dir dir, std::string* why_not) {
+                                                          Dir dir,
+                                                          const std::vector<const Tensor*>& in,
+                                                          std::string* why_not) {
     std::vector<std::unique_ptr<pb::Impl<Desc>>> v;
     if (prefix == "ref/") {
       v.push_back(std::make_unique<RefImpl<Traits, Desc>>());
@@ -158,11 +206,19 @@ struct Executor::Impl {
       }
       auto impl = e.make();
       Support s = impl->supports(d, dir);
+      if (s && dev && prefix == "ocl/" && !impl->bind_device(device_inputs(in)))
+        s = Support::no(e.name + " cannot read its inputs on the device");
       if (s)
         v.push_back(std::move(impl));
       else
         *why_not += (why_not->empty() ? "" : "; ") + s.reason;
     }
+    return v;
+  }
+
+  std::vector<void*> device_inputs(const std::vector<const Tensor*>& in) {
+    std::vector<void*> v;
+    for (const Tensor* t : in) v.push_back(on_device(t));
     return v;
   }
 
@@ -183,9 +239,11 @@ struct Executor::Impl {
     info.layer = layer, info.phase = phase, info.prim = Traits::kPrim, info.desc = d.str();
     info.flops = d.flops(dir);
     std::string why;
-    auto cands = candidates<Traits>(opt.backend + "/", d, dir, &why);
+    auto cands = candidates<Traits>(opt.backend + "/", d, dir, in, &why);
+    if (cands.empty() && dev)
+      throw NotOnDevice{layer + " " + phase + ": no ocl implementation runs it (" + why + ")"};
     if (cands.empty()) {
-      cands = candidates<Traits>("cpu/", d, dir, &why);
+      cands = candidates<Traits>("cpu/", d, dir, in, &why);
       if (cands.empty())
         throw Unsupported(layer + " " + phase + ": no implementation runs " + info.desc + " (" +
                           why + ")");
@@ -239,27 +297,46 @@ struct Executor::Impl {
     const bool refreshable = call->impl->refresh();
     bool views = refreshable;
     for (size_t i = 0; views && i < n; ++i) views = call->impl->output_view(i) != nullptr;
+    bool on_dev = dev && refreshable;
+    for (size_t i = 0; on_dev && i < n; ++i) on_dev = call->impl->device_output(i) != nullptr;
+    if (dev && !on_dev)
+      throw NotOnDevice{layer + " " + phase + ": " + info.impl + " keeps no output on the device"};
     if (views) {
       call->mode = PrimCall<Traits, Desc>::kView;
       for (size_t i = 0; i < n; ++i) call->out.push_back(call->impl->output_view(i));
     } else {
-      call->mode = refreshable ? PrimCall<Traits, Desc>::kCopy : PrimCall<Traits, Desc>::kPrepare;
+      call->mode = on_dev        ? PrimCall<Traits, Desc>::kDevice
+                   : refreshable ? PrimCall<Traits, Desc>::kCopy
+                                 : PrimCall<Traits, Desc>::kPrepare;
       call->impl->run();
       call->impl->sync();
+      // Host copies (on the device: their shapes, and contents for checks).
       for (Tensor& t : call->impl->result()) call->owned.push_back(std::move(t));
       for (const Tensor& t : call->owned) call->out.push_back(&t);
+      for (size_t i = 0; on_dev && i < n; ++i)
+        mirror[&call->owned[i]] = call->impl->device_output(i);
     }
     auto* raw = call.get();
     calls.push_back(std::move(call));
     return raw;
   }
 
-  void add_native(const std::string& layer, const std::string& phase, std::function<void()> fn,
-                  double flops = 0) {
+  // One of the executor's own steps: `host` on host tensors, or `device` (given the DeviceOps)
+  // when the plan keeps every layer on the device.
+  void add_native(const std::string& layer, const std::string& phase, std::function<void()> host,
+                  std::function<void(net::DeviceOps&)> device) {
     auto c = std::make_unique<NativeCall>();
-    c->info.layer = layer, c->info.phase = phase, c->info.impl = "native";
-    c->info.flops = flops;
-    c->fn = std::move(fn);
+    c->info.layer = layer, c->info.phase = phase;
+    c->info.impl = dev ? "native/ocl" : "native";
+    if (dev) {
+      net::DeviceOps* ops = dev.get();
+      c->fn = [ops, device] {
+        device(*ops);
+        ops->finish();
+      };
+    } else {
+      c->fn = std::move(host);
+    }
     calls.push_back(std::move(c));
   }
 
@@ -306,7 +383,10 @@ void Executor::Impl::plan_forward(size_t l) {
         s.b = Tensor({L.conv.oc});
         fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
         Tensor* y = const_cast<Tensor*>(s.act);  // in place on the call's output
-        add_native(L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); });
+        add_native(
+            L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); },
+            [y = D(y), b = D(&s.b), mb, c = L.conv.oc, hw = L.conv.oh * L.conv.ow](
+                net::DeviceOps& o) { o.add_channel_bias(y, b, mb, c, hw); });
       }
       break;
     }
@@ -344,7 +424,11 @@ void Executor::Impl::plan_forward(size_t l) {
         s.b = Tensor({out});
         fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
         Tensor* y = const_cast<Tensor*>(s.act);
-        add_native(L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); });
+        add_native(
+            L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); },
+            [y = D(y), b = D(&s.b), mb, out](net::DeviceOps& o) {
+              o.add_channel_bias(y, b, mb, out, 1);
+            });
       }
       break;
     }
@@ -352,7 +436,11 @@ void Executor::Impl::plan_forward(size_t l) {
       s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
       const Tensor* a = x;
       const Tensor* b = st[L.inputs[1]].act;
-      add_native(L.name, "fwd", [a, b, &s] { net::add(*a, *b, s.own); });
+      add_native(
+          L.name, "fwd", [a, b, &s] { net::add(*a, *b, s.own); },
+          [a = D(a), b = D(b), y = D(&s.own), n = s.own.size()](net::DeviceOps& o) {
+            o.add(a, b, y, n);
+          });
       s.act = &s.own;
       break;
     }
@@ -377,7 +465,14 @@ const Tensor* Executor::Impl::grad_of(size_t l) {
   const Layer& L = net.layers[l];
   s.own_grad = Tensor({net.mb, L.out.c, L.out.h, L.out.w});
   std::vector<const Tensor*> parts = s.contrib;
-  add_native(L.name, "grad_sum", [parts, &s] { net::sum(parts, s.own_grad); });
+  std::vector<void*> dparts;
+  for (const Tensor* t : parts) dparts.push_back(D(t));
+  add_native(
+      L.name, "grad_sum", [parts, &s] { net::sum(parts, s.own_grad); },
+      [dparts, y = D(&s.own_grad), n = s.own_grad.size()](net::DeviceOps& o) {
+        o.add(dparts[0], dparts[1], y, n);
+        for (size_t k = 2; k < dparts.size(); ++k) o.add(y, dparts[k], y, n);
+      });
   return &s.own_grad;
 }
 
@@ -429,7 +524,11 @@ void Executor::Impl::plan_backward(size_t l) {
                  ->out[0];
       if (L.bias) {
         s.dw_fc_bias = Tensor({out});
-        add_native(L.name, "bwd_bias", [g, &s, mb] { net::bias_grad(*g, s.dw_fc_bias, mb); });
+        add_native(
+            L.name, "bwd_bias", [g, &s, mb] { net::bias_grad(*g, s.dw_fc_bias, mb); },
+            [g = D(g), db = D(&s.dw_fc_bias), mb, out](net::DeviceOps& o) {
+              o.bias_grad(g, db, mb, out, 1);
+            });
         s.db = &s.dw_fc_bias;
       }
       if (need_dx) {
@@ -459,9 +558,17 @@ void Executor::Impl::plan_update(size_t l) {
   if (s.dscale) upd.push_back({&s.scale, s.dscale});
   if (s.dshift) upd.push_back({&s.shift, s.dshift});
   if (upd.empty()) return;
-  add_native(net.layers[l].name, "sgd", [upd, step] {
-    for (auto& [w, g] : upd) net::axpy(-step, *g, *w);
-  });
+  std::vector<std::pair<void*, void*>> dupd;
+  for (auto& [w, g] : upd) dupd.push_back({D(w), D(g)});
+  add_native(
+      net.layers[l].name, "sgd",
+      [upd, step] {
+        for (auto& [w, g] : upd) net::axpy(-step, *g, *w);
+      },
+      [dupd, upd, step](net::DeviceOps& o) {
+        for (size_t i = 0; i < upd.size(); ++i)
+          o.axpy(-step, dupd[i].second, dupd[i].first, upd[i].first->size());
+      });
 }
 
 void Executor::Impl::plan() {
@@ -492,23 +599,46 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   p_->net = net;
   p_->opt = opt;
   p_->cache.open(opt.find_cache, opt.backend);
-  p_->plan();
+  if (opt.backend == "ocl") {
+    std::string why;
+    p_->dev = net::make_device_ops(&why);
+    p_->residency = p_->dev ? "device" : "host round trips: " + why;
+  }
+  try {
+    p_->plan();
+  } catch (const Impl::NotOnDevice& e) {  // plan again, each call through host memory
+    p_->calls.clear();
+    p_->infos.clear();
+    p_->st.clear();
+    p_->mirror.clear();
+    p_->fallbacks = 0;
+    p_->dev.reset();
+    p_->residency = "host round trips: " + e.why;
+    p_->plan();
+  }
   p_->cache.save();
 }
 
 Executor::~Executor() = default;
 
 double Executor::step() {
+  p_->push();
   const double t0 = now_ms();
   for (size_t i = 0; i < p_->calls.size(); ++i) {
     const double a = now_ms();
     p_->calls[i]->run();
     p_->infos[i].last_ms = now_ms() - a;
   }
+  p_->host_stale = p_->dev != nullptr;
   return now_ms() - t0;
 }
 
+const std::string& Executor::residency() const {
+  return p_->residency;
+}
+
 double Executor::loss() const {
+  p_->pull();
   for (size_t l = 0; l < p_->st.size(); ++l)
     if (p_->st[l].loss) {
       const Tensor& t = *p_->st[l].loss;
@@ -520,6 +650,7 @@ double Executor::loss() const {
 }
 
 const Tensor& Executor::output() const {
+  p_->pull();
   const Network& n = p_->net;
   size_t l = n.layers.size() - 1;
   if (n.has_loss()) l = n.layers[l].inputs[0];
@@ -533,6 +664,7 @@ std::vector<double> Executor::isolated_ms(int reps) {
     for (int r = 0; r < std::max(1, reps); ++r) best = std::min(best, Impl::time_once(*c));
     v.push_back(best);
   }
+  p_->host_stale = p_->dev != nullptr;
   return v;
 }
 
@@ -546,9 +678,13 @@ int Executor::fallbacks() const {
   return p_->fallbacks;
 }
 Tensor& Executor::input() {
+  p_->pull();
+  p_->push_due = true;
   return p_->st[0].own;
 }
 Tensor& Executor::labels() {
+  p_->pull();
+  p_->push_due = true;
   return p_->labels;
 }
 
@@ -563,6 +699,8 @@ size_t Executor::planned_bytes() const {
 }
 
 std::vector<std::pair<std::string, Tensor*>> Executor::params() {
+  p_->pull();
+  p_->push_due = true;
   std::vector<std::pair<std::string, Tensor*>> v;
   for (size_t l = 0; l < p_->st.size(); ++l) {
     auto& s = p_->st[l];
@@ -576,6 +714,7 @@ std::vector<std::pair<std::string, Tensor*>> Executor::params() {
 }
 
 std::vector<const Tensor*> Executor::param_grads() {
+  p_->pull();
   std::vector<const Tensor*> v;
   for (auto& s : p_->st) {
     if (s.w.size()) v.push_back(s.dw);

@@ -56,6 +56,9 @@ class Executor {
   std::vector<double> isolated_ms(int reps);
 
   const std::vector<CallInfo>& calls() const;
+  // Backend ocl: "device" (every layer's tensors stay on the device) or "host round trips: <why>";
+  // "" for the host backends.
+  const std::string& residency() const;
   const Network& network() const;
   // Bytes of every buffer the plan holds: activations, gradients, weights, the
   // implementations' outputs and workspaces.
@@ -63,7 +66,9 @@ class Executor {
   int fallbacks() const;
 
   // For checks: the network's input and labels (set before step()), every trainable tensor
-  // and its gradient after a training step (same order), named "<layer>.<what>".
+  // and its gradient after a training step (same order), named "<layer>.<what>". On the device
+  // these are host copies, downloaded by any of these calls after a step (untimed); once the
+  // input, labels or weights were handed out, every step first uploads them (untimed).
   Tensor& input();
   Tensor& labels();
   std::vector<std::pair<std::string, Tensor*>> params();

@@ -32,6 +32,7 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
   r.peak_mb = ex.planned_bytes() / 1e6;
   r.items_per_s = r.batch / (r.step_ms / 1e3);
   r.fallbacks = ex.fallbacks();
+  r.residency = ex.residency();
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < net.layers.size(); ++i) {
     LayerRow row;
@@ -47,7 +48,8 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
     row.ms += med.second[i];
     row.alone_ms += alone[i];
     r.predicted_ms += alone[i];
-    if (c.impl != "native") row.impls += (row.impls.empty() ? "" : ", ") + c.phase + " " + c.impl;
+    if (c.impl.rfind("native", 0) != 0)
+      row.impls += (row.impls.empty() ? "" : ", ") + c.phase + " " + c.impl;
     if (c.note.rfind("fallback", 0) == 0 || c.note.find("; fallback") != std::string::npos)
       row.notes += (row.notes.empty() ? "" : "; ") + c.phase + ": " + c.note;
   }
@@ -87,10 +89,12 @@ std::string table(const NetResult& r) {
   std::snprintf(buf, sizeof buf,
                 "%s %s %s/%s batch %lld: %.2f ms per batch, %.1f %s/s; sum of layers alone "
                 "%.2f ms (measured/predicted %.3f); planned memory %.1f MB; loss %.4f; "
-                "%d fallback(s)\n",
+                "%d fallback(s)%s%s\n",
                 r.network.c_str(), r.mode.c_str(), r.backend.c_str(), r.policy.c_str(),
                 static_cast<long long>(r.batch), r.step_ms, r.items_per_s, "items", r.predicted_ms,
-                r.step_ms / r.predicted_ms, r.peak_mb, r.loss, r.fallbacks);
+                r.step_ms / r.predicted_ms, r.peak_mb, r.loss, r.fallbacks,
+                r.residency.empty() ? "" : "; tensors: ",
+                r.residency == "device" ? "all on the device" : r.residency.c_str());
   s += buf;
   return s;
 }
@@ -104,7 +108,8 @@ std::string to_json(const NetResult& r, const std::vector<Projection>& proj, dou
                   ",\"predicted_ms\":" + json_num(r.predicted_ms) +
                   ",\"measured_over_predicted\":" + json_num(r.step_ms / r.predicted_ms) +
                   ",\"peak_MB\":" + json_num(r.peak_mb) + ",\"loss\":" + json_num(r.loss) +
-                  ",\"fallbacks\":" + json_num(r.fallbacks) + ",\"layers\":[";
+                  ",\"fallbacks\":" + json_num(r.fallbacks) +
+                  ",\"residency\":" + json_str(r.residency) + ",\"layers\":[";
   bool first = true;
   for (const LayerRow& l : r.layers) {
     s += std::string(first ? "" : ",") + "{\"layer\":" + json_str(l.layer) +

@@ -27,6 +27,7 @@ struct NetResult {
   double peak_mb = 0;
   double loss = 0;
   int fallbacks = 0;
+  std::string residency;  // backend ocl: Executor::residency()
   std::vector<LayerRow> layers;
 };
 
