@@ -142,6 +142,33 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
   }
 }
 
+// After SGD steps each algorithm must compute with the updated weights (refresh() redoes its
+// weight transforms): three steps with a learning rate, against the reference composition.
+TEST(NetSmoke, UpdatedWeightsReachEveryAlgorithm) {
+  const Network net = Network::load("tiny_resnet");
+  NetOptions ro = options("ref", "first", true);
+  ro.lr = 0.05f;
+  Executor ref(net, ro);
+  for (int i = 0; i < 3; ++i) ref.step();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"cpu", {"direct", "im2col", "winograd_f4", "fft"}},
+      {"onednn", {"first", "winograd"}},
+      {"ocl", {"direct", "im2col", "winograd_f4", "fft"}}};
+  for (const auto& [backend, policies] : runs) {
+    if (!backend_available(backend)) continue;
+    for (const std::string& policy : policies) {
+      SCOPED_TRACE(backend + " " + policy);
+      NetOptions o = options(backend, policy, true);
+      o.lr = ro.lr;
+      Executor ex(net, o);
+      for (int i = 0; i < 3; ++i) ex.step();
+      CheckResult r = compare(ex.output(), ref.output());
+      EXPECT_TRUE(r.pass) << r.summary();
+      EXPECT_NEAR(ex.loss(), ref.loss(), 1e-4 * std::fabs(ref.loss()));
+    }
+  }
+}
+
 // On the device (ocl) too: there the weights written through params() reach the device.
 TEST(NetSmoke, GradientsMatchFiniteDifferences) {
   Network net = Network::load("tiny_mlp");

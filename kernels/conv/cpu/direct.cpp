@@ -110,6 +110,12 @@ class DirectConv : public HostConv {
     in_.assign(static_cast<size_t>(d.mb * d.ih * p.row_stride), 0.0f);  // padding stays 0
   }
 
+  // New weights: repacked again (the plan and the padded input depend on the shape only).
+  void refresh_more() override {
+    if (dir_ == Dir::fwd) repack_weights();
+    if (dir_ == Dir::bwd_d) bwd_d_.prepare(d_, *wei_);
+  }
+
   void run_dir() override {
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);

@@ -88,6 +88,12 @@ class FftConv final : public HostConv {
       transform_filters(*wei_);
   }
 
+  // New weights: their spectra again (the plans and workspaces depend on the shape only).
+  void refresh_more() override {
+    if (dir_ == Dir::fwd) transform_filters(*wei_);
+    if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
+  }
+
   void run_dir() override {
     if (dir_ == Dir::bwd_w) return bww_.run(src_->data(), diff_dst_->data(), dst_.data());
     SerialBlasScope serial_blas;  // one cgemm per OpenMP thread

@@ -103,9 +103,10 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  // bwd_w's buffers depend on the shape only.
+  // New weights: transform them again (the workspaces and bwd_w's buffers depend on the shape).
   void refresh_more() override {
-    if (dir_ != Dir::bwd_w) prepare_more();
+    if (dir_ == Dir::fwd) transform_filters(*wei_);
+    if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
   }
 
   void run_dir() override {
