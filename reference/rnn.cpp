@@ -112,6 +112,7 @@ RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p) {
   g.dw.assign(GH * I, 0);
   g.dr.assign(GH * H, 0);
   g.db.assign(d.bias_gates() * H, 0);
+  g.dx.assign(T * N * I, 0);
   std::vector<double> dh_next(N * H, 0), dc(N * H, 0), dh_prev(N * H);
   std::vector<double> dgw(N * GH), dgr(N * GH);  // d(pre-activation): W/b side, R side
   for (int64_t t = T - 1; t >= 0; --t) {
@@ -174,6 +175,18 @@ RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p) {
         for (int64_t q = 0; q < I; ++q) dw[q] += vw * xn[q];
         g.db[k] += vw;
         if (d.cell == Cell::gru && k >= 2 * H) g.db[H + k] += vr;  // b_ro: row 3
+      }
+    // Through W to x_t: every gate's pre-activation holds W x_t once (GRU's o too, outside
+    // the reset), so the W-side gradients dgw multiply W.
+    double* dx = &g.dx[t * N * I];
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < GH; ++k) {
+        const double v = dgw[n * GH + k];
+        const double* wk = &p.w[k * I];
+        double* o = &dx[n * I];
+#pragma omp simd
+        for (int64_t q = 0; q < I; ++q) o[q] += v * wk[q];
       }
     dh_next.swap(dh_prev);
   }

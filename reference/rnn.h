@@ -23,8 +23,9 @@ RnnForward rnn_forward(const RnnDesc& d, const RnnData& p);
 
 struct RnnGrads {
   std::vector<double> dw, dr, db, dh0, dc0;  // dc0 for LSTM only
+  std::vector<double> dx;                    // (T, N, I)
 };
-// Gradients of L = sum(dy * y) w.r.t. W, R, b, h0 (and c0).
+// Gradients of L = sum(dy * y) w.r.t. W, R, b, h0 (and c0), and x.
 RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p);
 
 }  // namespace pb::ref

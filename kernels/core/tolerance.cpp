@@ -97,7 +97,9 @@ const std::vector<Row> kTable = {
      "fp32 GEMMs (K = H + I) plus sigmoid/tanh in fp32 (own exp: < 2e-7 relative; OpenCL and "
      "oneDNN: their libm) vs fp64, propagated through T steps and summed over T*N for the "
      "weight gradients: measured <= 5.3e-7 on H <= 256 up to T = 200 (bwd worst), growing "
-     "~sqrt(K)*eps with H; inputs are real-valued (no exact case)"},
+     "~sqrt(K)*eps with H; bwd's dx (a K = G*H sum through W, as dh0 through R) measured "
+     "<= 6.4e-7 normwise, like dh0, on every conformance shape (H <= 384); inputs are "
+     "real-valued (no exact case)"},
 };
 
 bool matches(const char* pattern, const std::string& impl) {

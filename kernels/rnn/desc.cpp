@@ -47,9 +47,9 @@ void RnnDesc::validate() const {
   }
   if (i < 0 || i > kMax) fail("i", "must be >= 1, got " + std::to_string(i));
   const double ii = i ? i : h, g = static_cast<double>(gates());
-  // Sequence tensors (x, y, saved gates) dominate; weights G*H*(I+H).
+  // Sequence tensors (x, dx, y, saved gates) dominate; weights G*H*(I+H).
   const double tn = static_cast<double>(t) * n;
-  const double elems = tn * (ii + h + g * h + h) + g * h * (ii + h) * 2 + 4.0 * n * h;
+  const double elems = tn * (2 * ii + h + g * h + h) + g * h * (ii + h) * 2 + 4.0 * n * h;
   if (tn * std::max(ii, g * h) > 1e15) fail("t", "sequence size overflows");
   check_fits_in_memory(4.0 * elems, "rnn descriptor (h, n, t, i)");
 }
@@ -69,7 +69,7 @@ bool RnnDesc::operator==(const RnnDesc& o) const {
 double RnnDesc::gemm_flops(Dir dir) const {
   const double tn = static_cast<double>(t) * n, gh = static_cast<double>(gates()) * h;
   if (dir == Dir::fwd) return 2.0 * tn * gh * (i + h);
-  return 2.0 * tn * gh * h + 2.0 * tn * gh * (i + h);
+  return 2.0 * tn * gh * h + 2.0 * tn * gh * (i + h) + 2.0 * tn * gh * i;  // dh, dW dR, dx
 }
 
 // Pointwise operations per hidden unit, time step and sample (a transcendental counts as one):
@@ -101,7 +101,7 @@ double RnnDesc::bytes(Dir dir) const {
   const double weights = gh * (i + h) + static_cast<double>(bias_gates()) * h;
   double e = tn * i + state + weights;                                     // x, h0 (c0), W, R, b
   if (dir == Dir::fwd) return 4.0 * (e + tn * h + (has_c() ? n * h : 0));  // y (cT)
-  return 4.0 * (e + tn * h + weights + state);  // dy in; dW, dR, db, dh0 (dc0) out
+  return 4.0 * (e + tn * h + weights + state + tn * i);  // dy in; dW, dR, db, dh0 (dc0), dx out
 }
 
 }  // namespace pb

@@ -30,8 +30,8 @@ struct RnnDesc {
   bool has_c() const { return cell == Cell::lstm; }
 
   // GEMM FLOPs plus pointwise operations (pointwise_ops() per hidden unit per step per sample).
-  // fwd: input projection 2*T*N*GH*I + recurrent 2*T*N*GH*H. bwd (no gradient w.r.t. x):
-  // recurrent 2*T*N*GH*H for dh, weight gradients 2*T*N*GH*(I + H).
+  // fwd: input projection 2*T*N*GH*I + recurrent 2*T*N*GH*H. bwd: recurrent 2*T*N*GH*H for
+  // dh, weight gradients 2*T*N*GH*(I + H), and dx 2*T*N*GH*I.
   double flops(Dir dir = Dir::fwd) const;
   double gemm_flops(Dir dir = Dir::fwd) const;
   double pointwise_ops(Dir dir) const;     // per (t, n, j); documented in desc.cpp

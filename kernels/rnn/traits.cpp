@@ -12,7 +12,7 @@
 namespace pb {
 
 Dims rnn_dims(const RnnDesc& d, const std::string& s) {
-  if (s == "x") return {d.t, d.n, d.i};
+  if (s == "x" || s == "dx") return {d.t, d.n, d.i};
   if (s == "y" || s == "dy") return {d.t, d.n, d.h};
   if (s == "W" || s == "dW") return {d.gates(), d.h, d.i};
   if (s == "R" || s == "dR") return {d.gates(), d.h, d.h};
@@ -50,6 +50,7 @@ std::vector<std::string> RnnTraits::output_names(const RnnDesc& d, Dir dir) {
     return d.has_c() ? std::vector<std::string>{"y", "cT"} : std::vector<std::string>{"y"};
   std::vector<std::string> v = {"dW", "dR", "db", "dh0"};
   if (d.has_c()) v.push_back("dc0");
+  v.push_back("dx");
   return v;
 }
 
@@ -62,7 +63,7 @@ std::string RnnTraits::layout(const RnnDesc& d, Dir dir) {
   for (const auto& n : input_names(d, dir)) s += " " + n + " " + dims_str(rnn_dims(d, n));
   s += "; outputs:";
   for (const auto& n : output_names(d, dir)) s += " " + n + " " + dims_str(rnn_dims(d, n));
-  return s + (dir == Dir::bwd ? "; loss = sum(dy * y), no gradient w.r.t. x" : "");
+  return s + (dir == Dir::bwd ? "; loss = sum(dy * y)" : "");
 }
 
 int64_t RnnTraits::output_size(const RnnDesc& d, Dir dir, size_t o) {
@@ -93,6 +94,7 @@ std::vector<Tensor64> RnnTraits::reference(const RnnDesc& d, Dir dir,
   out.push_back(wrap(d, "db", g.db));
   out.push_back(wrap(d, "dh0", g.dh0));
   if (d.has_c()) out.push_back(wrap(d, "dc0", g.dc0));
+  out.push_back(wrap(d, "dx", g.dx));
   return out;
 }
 

@@ -1,7 +1,8 @@
 // cpu/blas: the input projection as one sgemm for all steps, then per step one sgemm of the
 // recurrent weights for all gates (OpenBLAS) and one fused pointwise pass (OpenMP + SIMD).
 // Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
-// are two large sgemms over all steps after the loop (DeepBench's scheme).
+// are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
+// third.
 #include <cblas.h>
 
 #include <algorithm>
@@ -60,7 +61,7 @@ class RnnCpuBlas : public RnnImpl {
     x_ = in[k++];
     const Tensor* h0 = in[k++];
     const Tensor* c0 = d.has_c() ? in[k++] : nullptr;
-    const Tensor* w = in[k++];
+    w_ = in[k++];
     r_ = in[k++];
     b_ = in[k++];
     dy_ = dir == Dir::bwd ? in[k] : nullptr;
@@ -69,7 +70,7 @@ class RnnCpuBlas : public RnnImpl {
     double t0 = now_seconds();
     wt_.assign(I * GH, 0);
     rt_.assign(H * GH, 0);
-    transpose(w->data(), GH, I, wt_.data());
+    transpose(w_->data(), GH, I, wt_.data());
     transpose(r_->data(), GH, H, rt_.data());
     convert_ms_ = 1e3 * (now_seconds() - t0);
     xp_.assign(T * N * GH, 0);
@@ -101,6 +102,7 @@ class RnnCpuBlas : public RnnImpl {
     dh_[0].assign(N * H, 0), dh_[1].assign(N * H, 0);
     if (d.has_c()) dc_.assign(N * H, 0);
     dw_.assign(GH * I, 0), dr_.assign(GH * H, 0), db_.assign(d.bias_gates() * H, 0);
+    dx_.assign(T * N * I, 0);
     for (int rep = 0; rep < 3; ++rep) {
       double s = now_seconds();
       for (int64_t t = T - 1; t >= 0; --t) step_gemm_bwd(t, dh_[0].data());
@@ -127,6 +129,7 @@ class RnnCpuBlas : public RnnImpl {
     out.push_back(copy_of(db_, {d_.bias_gates(), d_.h}));
     out.push_back(copy_of(dh_[last_], {d_.n, d_.h}));
     if (d_.has_c()) out.push_back(copy_of(dc_, {d_.n, d_.h}));
+    out.push_back(copy_of(dx_, {d_.t, d_.n, d_.i}));
     return out;
   }
 
@@ -144,6 +147,7 @@ class RnnCpuBlas : public RnnImpl {
         {"recurrent_share", total > 0 ? recurrent_ms_ / total : 0},
         {"convert_ms", convert_ms_},
         {"pw_threads", parallel_pw_ ? 0.0 + threads() : 1.0}};
+    // bwd: the sgemms after the loop (dW, dR, db and dx), under the name they had before dx.
     v.emplace_back(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms",
                    dir_ == Dir::fwd ? first_ms_ : last_ms_);
     return v;
@@ -232,9 +236,11 @@ class RnnCpuBlas : public RnnImpl {
     }
     last_ = cur;
     double t1 = now_seconds();
-    // dR = G_r^T [h_0 .. h_{T-1}], dW = G_w^T x, db = column sums.
+    // dR = G_r^T [h_0 .. h_{T-1}], dW = G_w^T x, db = column sums, dx = G_w W (W as given:
+    // every gate's pre-activation, GRU's o included, holds W x_t outside the reset).
     sgemm(true, GH, H, T * N, gr_all, GH, hs_.data(), H, 0.0f, dr_.data(), H);
     sgemm(true, GH, I, T * N, gw_.data(), GH, x_->data(), I, 0.0f, dw_.data(), I);
+    sgemm(false, T * N, I, GH, gw_.data(), GH, w_->data(), I, 0.0f, dx_.data(), I);
     column_sums(gw_.data(), T * N, GH, db_.data());
     if (d_.cell == Cell::gru) column_sums(gr_all + 2 * H, T * N, GH, db_.data() + 3 * H, H);
     double t2 = now_seconds();
@@ -266,8 +272,8 @@ class RnnCpuBlas : public RnnImpl {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
-  const Tensor *x_ = nullptr, *r_ = nullptr, *b_ = nullptr, *dy_ = nullptr;
-  std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_;
+  const Tensor *x_ = nullptr, *w_ = nullptr, *r_ = nullptr, *b_ = nullptr, *dy_ = nullptr;
+  std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;
   std::vector<float> dh_[2];
   int last_ = 0, runs_ = 0;
   bool parallel_pw_ = false;

@@ -1,6 +1,7 @@
 // ocl/blas: cpu/blas's scheme on OpenCL — the input projection and the per-step recurrent
 // product with our SGEMM (gemm/tiled.cl, from the runtime's program cache), one fused pointwise
 // kernel per step (rnn_pointwise.cl). Everything is enqueued: no host round trip in a sequence.
+// Backward: after the loop, dR, dW, db and dx = G_w W over all T*N rows.
 #include <algorithm>
 #include <string>
 
@@ -96,6 +97,7 @@ class RnnOclBlas : public RnnImpl {
       forward();  // activations for the backward, untimed
       ocl::finish();
       r_ = upload(r->data(), r->size());
+      w_ = upload(w->data(), w->size());  // W as given (column-major I x GH) for dx
       dy_ = upload(in[k]->data(), in[k]->size());
       gw_ = ocl::Buffer(4ull * T * N * GH);
       gr_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * N * GH : 1));
@@ -103,12 +105,15 @@ class RnnOclBlas : public RnnImpl {
       dc_ = ocl::Buffer(4ull * NH);
       zero_ = upload(std::vector<float>(NH, 0.0f).data(), NH);
       dw_ = ocl::Buffer(4ull * GH * I), dr_ = ocl::Buffer(4ull * GH * H);
+      dx_ = ocl::Buffer(4ull * T * N * I);
       db_ = ocl::Buffer(4ull * d.bias_gates() * H);
       const float beta = d.cell == Cell::gru ? 1.0f : 0.0f;
       for (int p = 0; p < 2; ++p) back_[p].set(nn, H, N, GH, r_, H, gcur_, GH, beta, ping_[p], H);
       const ocl::Buffer& g_r = d.cell == Cell::gru ? gr_ : gw_;
       dr_gemm_.set(nt, H, GH, T * N, hs_, H, g_r, GH, 0.0f, dr_, H);
       dw_gemm_.set(nt, I, GH, T * N, x_, I, gw_, GH, 0.0f, dw_, I);
+      // dx^T (I x T*N, column-major) = W^T G_w^T: W row-major (GH x I) is W^T column-major.
+      dx_gemm_.set(nn, I, T * N, GH, w_, I, gw_, GH, 0.0f, dx_, I);
       pw_bwd_ = ocl::Kernel(pw, "rnn_bwd");
       sums_ = ocl::Kernel(pw, "column_sums");
       sums2_ = ocl::Kernel(pw, "column_sums");
@@ -153,6 +158,8 @@ class RnnOclBlas : public RnnImpl {
       out.push_back(Tensor({d_.n, d_.h}));
       dc_.download(out.back().data(), out.back().bytes());
     }
+    out.push_back(Tensor({d_.t, d_.n, d_.i}));
+    dx_.download(out.back().data(), out.back().bytes());
     return out;
   }
 
@@ -196,7 +203,7 @@ class RnnOclBlas : public RnnImpl {
   void backward(std::vector<ocl::Event>* ev = nullptr) {
     const int T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), NH = N * H;
     auto next = [&]() -> ocl::Event* { return ev ? &ev->emplace_back() : nullptr; };
-    if (ev) ev->reserve(4 + 2 * T);
+    if (ev) ev->reserve(5 + 2 * T);
     ping_[0].copy_from(zero_, 4ull * NH);  // enqueued: no host wait
     dc_.copy_from(zero_, 4ull * NH);
     int cur = 0;
@@ -210,6 +217,7 @@ class RnnOclBlas : public RnnImpl {
     last_ = cur;
     dr_gemm_.enqueue(next());
     dw_gemm_.enqueue(next());
+    dx_gemm_.enqueue(next());
     size_t l = 64, g = round_up(GH, 64);
     sums_.enqueue(1, &g, &l, next());
     if (d_.cell == Cell::gru) {
@@ -228,8 +236,9 @@ class RnnOclBlas : public RnnImpl {
     kernel_ms_ = 0;
     for (auto& e : ev) kernel_ms_ += e.elapsed_ms();
     launches_ = static_cast<double>(ev.size());
-    // The non-recurrent part: the projection (fwd, first event) or the weight gradients (bwd).
-    const size_t tail = d_.cell == Cell::gru ? 4 : 3;
+    // The non-recurrent part: the projection (fwd, first event) or the launches after the
+    // loop (bwd: dR, dW, dx GEMMs and the bias sums).
+    const size_t tail = d_.cell == Cell::gru ? 5 : 4;
     first_ms_ = 0;
     if (dir_ == Dir::fwd)
       first_ms_ = ev.front().elapsed_ms();
@@ -239,11 +248,11 @@ class RnnOclBlas : public RnnImpl {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
-  ocl::Buffer x_, wt_, rt_, r_, b_, xp_, hr_, hs_, cs_, rh_, h0_, dy_, gw_, gr_, gcur_, dc_, dw_,
-      dr_, db_, db_ro_;
+  ocl::Buffer x_, wt_, rt_, r_, w_, b_, xp_, hr_, hs_, cs_, rh_, h0_, dy_, gw_, gr_, gcur_, dc_,
+      dw_, dr_, db_, db_ro_, dx_;
   ocl::Buffer ping_[2];
   ocl::Buffer zero_;
-  Gemm proj_, step_[2], back_[2], dr_gemm_, dw_gemm_;
+  Gemm proj_, step_[2], back_[2], dr_gemm_, dw_gemm_, dx_gemm_;
   ocl::Kernel pw_fwd_, pw_bwd_, sums_, sums2_;
   size_t global_[2] = {1, 1}, local_[2] = {1, 1};
   int last_ = 0;

@@ -1,7 +1,7 @@
 // onednn/auto: oneDNN's vanilla_rnn (ReLU), lstm and lbr_gru primitives, forward training and
 // backward. Weights are reordered from our gate-major layout (ldgoi) into the formats oneDNN
 // picks, in prepare (reported as convert_ms); the backward's forward runs in prepare too.
-// oneDNN's backward always computes the gradient w.r.t. x as well (it cannot be switched off).
+// The backward's gradient w.r.t. x is oneDNN's diff_src_layer (always computed), read back.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
@@ -58,6 +58,7 @@ class RnnOnednn : public RnnImpl {
     out.push_back(download(db_, {d_.bias_gates(), d_.h}));
     out.push_back(download(diff_src_iter_, {d_.n, d_.h}));
     if (d_.has_c()) out.push_back(download(diff_src_iter_c_, {d_.n, d_.h}));
+    out.push_back(download(diff_src_layer_, {d_.t, d_.n, d_.i}));
     return out;
   }
 
@@ -195,7 +196,8 @@ class RnnOnednn : public RnnImpl {
     db_ = mem(bq(dnnl::query::diff_weights_md, 2));
     diff_src_iter_ = mem(iter_md);
     diff_src_iter_c_ = lstm ? mem(iter_md) : memory();
-    memory dx = mem(src_layer_md), ddst_iter = mem(iter_md), ddst_iter_c = mem(iter_md);
+    diff_src_layer_ = mem(src_layer_md);  // tnc, as x
+    memory ddst_iter = mem(iter_md), ddst_iter_c = mem(iter_md);
     zero(ddst_iter), zero(ddst_iter_c);
     bwd_args_ = {{DNNL_ARG_SRC_LAYER, x},
                  {DNNL_ARG_SRC_ITER, h0},
@@ -205,7 +207,7 @@ class RnnOnednn : public RnnImpl {
                  {DNNL_ARG_DST_LAYER, dst_layer_},
                  {DNNL_ARG_DST_ITER, dst_iter},
                  {DNNL_ARG_WORKSPACE, ws_},
-                 {DNNL_ARG_DIFF_SRC_LAYER, dx},
+                 {DNNL_ARG_DIFF_SRC_LAYER, diff_src_layer_},
                  {DNNL_ARG_DIFF_SRC_ITER, diff_src_iter_},
                  {DNNL_ARG_DIFF_WEIGHTS_LAYER, dw_},
                  {DNNL_ARG_DIFF_WEIGHTS_ITER, dr_},
@@ -224,7 +226,8 @@ class RnnOnednn : public RnnImpl {
   Dir dir_ = Dir::fwd;
   dnnl::primitive fwd_, bwd_;
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
-  memory dst_layer_, dst_iter_c_, ws_, dw_, dr_, db_, diff_src_iter_, diff_src_iter_c_;
+  memory dst_layer_, dst_iter_c_, ws_, dw_, dr_, db_, diff_src_layer_, diff_src_iter_,
+      diff_src_iter_c_;
   memory::desc wl_user_md_, wi_user_md_;
   std::vector<memory> keep_;
   double convert_ms_ = 0;
