@@ -100,15 +100,18 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
   const double median_ms = steps[steps.size() / 2];
   double total_ms = 0;
   for (double ms : steps) total_ms += ms;
-  st.counters["images_per_s"] = net.mb * steps.size() / (total_ms / 1e3);  // samples/s for FCN
+  // images_per_s for image networks, samples_per_s (vectors, sequences) for FCN and LSTM.
+  const bool images = net.layers[0].out.h > 1;
+  st.counters[images ? "images_per_s" : "samples_per_s"] =
+      net.batch() * steps.size() / (total_ms / 1e3);
   st.counters["ms_per_batch"] = median_ms;
   st.counters["predicted_ms"] = r.predicted_ms;
   st.counters["measured_over_predicted"] = median_ms / r.predicted_ms;
   st.counters["peak_MB"] = r.peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
   if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
-  st.counters["batch"] = static_cast<double>(net.mb);
-  st.SetLabel(net.name + " batch " + std::to_string(net.mb));
+  st.counters["batch"] = static_cast<double>(net.batch());
+  st.SetLabel(net.name + " batch " + std::to_string(net.batch()));
   if (!layers_dir.empty())
     pb::write_file_atomic(
         layers_dir + "/" + net.name + "_" + opt.backend + "_" + opt.policy + "_" + r.mode + ".json",

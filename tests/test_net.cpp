@@ -67,15 +67,27 @@ TEST(NetSmoke, ShippedNetworksLoadWithTheirParameterCounts) {
   EXPECT_EQ(Network::load("resnet50").params(), 25557032);
   EXPECT_EQ(Network::load("vgg16").params(), 138357544);
   EXPECT_EQ(Network::load("alexnet").params(), 61100840);
+  // Embedding 10000 x 256, 2 LSTM layers of 4 * 256 * (256 + 256) + 4 * 256, projection
+  // 256 x 10000 + 10000.
+  EXPECT_EQ(Network::load("lstm32").params(), 2560000 + 2 * 525312 + 2570000);
+  EXPECT_EQ(Network::load("lstm64").params(), Network::load("lstm32").params());
+  EXPECT_EQ(Network::load("lstm64").batch(), 128);
   for (const auto& n : Network::list()) {
     SCOPED_TRACE(n);
     Network net = Network::load(n);
     EXPECT_TRUE(net.has_loss());
-    EXPECT_EQ(net.with_batch(3).mb, 3);
+    EXPECT_EQ(net.with_batch(3).batch(), 3);
+    EXPECT_EQ(net.with_batch(3).mb, 3 * net.seq);
   }
 }
 
 TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
+  const std::string seq = "data input mb6t3c4\n";  // 2 sequences of 3 steps
+  EXPECT_NE(load_error(seq + "r rnn lstm_h5n2t3\n").find("layer r: i"), std::string::npos);
+  EXPECT_NE(load_error(seq + "r rnn lstm_h5n2t2i4\n").find("layer r: t"), std::string::npos);
+  EXPECT_NE(load_error(seq + "r rnn lstm_h5n3t3i4\n").find("layer r: mb"), std::string::npos);
+  EXPECT_NE(load_error("data input mb6t4c4\n").find("t"), std::string::npos);
+  EXPECT_EQ(load_error(seq + "r rnn gru_h5n2t3i4\nf fc oc4\nl loss xent_mb6ic4\n"), "");
   const std::string head = "data input mb2c3h8\n";
   EXPECT_NE(load_error(head + "c1 conv mb2ic4ih8oc4kh3ph1\n").find("layer c1: ic"),
             std::string::npos);
@@ -169,37 +181,70 @@ TEST(NetSmoke, UpdatedWeightsReachEveryAlgorithm) {
   }
 }
 
-// On the device (ocl) too: there the weights written through params() reach the device.
+// Central differences of the loss against the training step's gradients, at a few entries of
+// every trainable tensor.
+void expect_finite_differences(const Network& net, const std::string& backend) {
+  SCOPED_TRACE(net.name + " " + backend);
+  Executor ex(net, options(backend, "first", true));
+  ex.step();
+  auto params = ex.params();
+  std::vector<const Tensor*> grads = ex.param_grads();
+  std::vector<Tensor> g;  // copies: later steps overwrite the gradients
+  for (const Tensor* t : grads) g.push_back(t->clone());
+  int checked = 0;
+  for (size_t p = 0; p < params.size(); ++p) {
+    Tensor& w = *params[p].second;
+    for (int64_t i = 0; i < w.size(); i += std::max<int64_t>(1, w.size() / 5)) {
+      const float keep = w[i], h = 1e-2f;
+      w[i] = keep + h;
+      ex.step();
+      const double up = ex.loss();
+      w[i] = keep - h;
+      ex.step();
+      const double down = ex.loss();
+      w[i] = keep;
+      // loss() is the mean over the batch; the gradients are of the summed loss.
+      const double fd = (up - down) / (2.0 * h) * net.mb;
+      EXPECT_NEAR(g[p][i], fd, 2e-3 + 1e-2 * std::fabs(fd)) << params[p].first << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+// On the device (ocl) too: there the weights written through params() reach the device. The
+// LSTM network checks the recurrent layers' dx, dW, dR and db as composed.
 TEST(NetSmoke, GradientsMatchFiniteDifferences) {
-  Network net = Network::load("tiny_mlp");
-  for (const std::string backend : {"cpu", "ocl"}) {
-    if (!backend_available(backend)) continue;
-    SCOPED_TRACE(backend);
-    Executor ex(net, options(backend, "first", true));
-    ex.step();
-    auto params = ex.params();
-    std::vector<const Tensor*> grads = ex.param_grads();
-    std::vector<Tensor> g;  // copies: later steps overwrite the gradients
-    for (const Tensor* t : grads) g.push_back(t->clone());
-    int checked = 0;
-    for (size_t p = 0; p < params.size(); ++p) {
-      Tensor& w = *params[p].second;
-      for (int64_t i = 0; i < w.size(); i += std::max<int64_t>(1, w.size() / 5)) {
-        const float keep = w[i], h = 1e-2f;
-        w[i] = keep + h;
-        ex.step();
-        const double up = ex.loss();
-        w[i] = keep - h;
-        ex.step();
-        const double down = ex.loss();
-        w[i] = keep;
-        // loss() is the mean over the batch; the gradients are of the summed loss.
-        const double fd = (up - down) / (2.0 * h) * net.mb;
-        EXPECT_NEAR(g[p][i], fd, 2e-3 + 1e-2 * std::fabs(fd)) << params[p].first << "[" << i << "]";
-        ++checked;
+  for (const std::string backend : {"cpu", "ocl"})
+    if (backend_available(backend)) expect_finite_differences(Network::load("tiny_mlp"), backend);
+  expect_finite_differences(Network::load("tiny_lstm"), "cpu");
+}
+
+// The LSTM network: every backend against the reference composition, inference and training.
+TEST(NetSmoke, LstmNetworkMatchesTheReferenceComposition) {
+  const Network net = Network::load("tiny_lstm");
+  for (bool train : {false, true}) {
+    Executor ref(net, options("ref", "first", train));
+    ref.step();
+    std::vector<const Tensor*> ref_grads = ref.param_grads();
+    for (const std::string backend : {"cpu", "onednn", "ocl"}) {
+      if (!backend_available(backend)) continue;
+      SCOPED_TRACE(backend + (train ? " train" : " infer"));
+      Executor ex(net, options(backend, "best", train));
+      ex.step();
+      ex.step();
+      CheckResult r = compare(ex.output(), ref.output());
+      EXPECT_TRUE(r.pass) << r.summary();
+      EXPECT_NEAR(ex.loss(), ref.loss(), 1e-4 * std::fabs(ref.loss()));
+      if (!train) continue;
+      std::vector<const Tensor*> g = ex.param_grads();
+      auto names = ex.params();
+      ASSERT_EQ(g.size(), ref_grads.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        CheckResult rg = compare(*g[i], *ref_grads[i]);
+        EXPECT_TRUE(rg.pass) << names[i].first << ": " << rg.summary();
       }
     }
-    EXPECT_GE(checked, 20);
   }
 }
 

@@ -7,9 +7,11 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "ne
 
 
 class Net:
-    def __init__(self, mb, c, h, header):
-        self.lines = [f"# {l}" for l in header] + [f"data input mb{mb}c{c}h{h}"]
-        self.mb, self.c, self.h, self.prev = mb, c, h, "data"
+    def __init__(self, mb, c, h, header, t=1):
+        # Sequences: mb counts positions (t steps of mb / t sequences), h is 1.
+        shape = f"mb{mb}t{t}c{c}" if t > 1 else f"mb{mb}c{c}h{h}"
+        self.lines = [f"# {l}" for l in header] + [f"data input {shape}"]
+        self.mb, self.c, self.h, self.t, self.prev = mb, c, h, t, "data"
 
     def add(self, name, kind, desc="", extra="", src=None):
         frm = f" < {src}" if src and src != self.prev else ""
@@ -37,6 +39,11 @@ class Net:
     def fc(self, name, oc, bias=True):
         self.add(name, "fc", f"oc{oc}", "bias" if bias else "")
         self.c, self.h = oc, 1
+
+    def rnn(self, name, cell, hidden):
+        i = "" if self.c == hidden else f"i{self.c}"
+        self.add(name, "rnn", f"{cell}_h{hidden}n{self.mb // self.t}t{self.t}{i}")
+        self.c = hidden
 
     def loss(self):
         self.add("loss", "loss", f"xent_mb{self.mb}ic{self.c}")
@@ -109,6 +116,15 @@ def mlp(name, sizes, mb, f, header):
     n.write(name)
 
 
+def lstm(name, steps, batch, header, vocab=10000, hidden=256, layers=2):
+    n = Net(batch * steps, vocab, 1, header, t=steps)
+    n.fc("embed", hidden, bias=False)  # one-hot words x the embedding matrix, as a GEMM
+    for k in range(1, layers + 1):
+        n.rnn(f"lstm{k}", "lstm", hidden)
+    n.fc("proj", vocab); n.loss()
+    n.write(name)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     alexnet()
@@ -121,6 +137,15 @@ if __name__ == "__main__":
         ["FCN-5 of Shi et al. (2016): 26752 -> 3 x 2048 (sigmoid) -> 26752 classes, batch 64."])
     mlp("fcn8", [26752] + [2048] * 6 + [26752], 64, "sigmoid",
         ["FCN-8 of Shi et al. (2016): 26752 -> 6 x 2048 (sigmoid) -> 26752 classes, batch 64."])
+    for steps in (32, 64):
+        lstm(f"lstm{steps}", steps, 128,
+             [f"LSTM-{steps} of Shi et al. (2016) on PTB: a 10000-word vocabulary, an embedding of 256",
+              "(a GEMM with the one-hot words), 2 LSTM layers of 256 units (dlbench's defaults), the",
+              f"softmax projection to 10000 words, cross-entropy at each of the {steps} steps. Batch 128",
+              f"sequences: mb counts the {steps} x 128 positions. The synthetic input is dense, not",
+              "one-hot: the GEMM's cost is the same."])
+    lstm("tiny_lstm", 3, 2, ["A tiny 2-layer LSTM for the checks: 3 steps, batch 2, 7 features, 5 units."],
+         vocab=7, hidden=5)
     resnet("tiny_resnet", [1, 1], 2, 12,
            ["A tiny ResNet for the checks (every layer kind, projection shortcuts, stride 2):",
             "reference composition and gradient tests run it at batch 2."],

@@ -25,6 +25,7 @@
 #include "kernels/net/native_ops.h"
 #include "kernels/pool/pool.h"
 #include "kernels/pool/traits.h"
+#include "kernels/rnn/traits.h"
 
 namespace pb {
 
@@ -135,9 +136,11 @@ struct Executor::Impl {
     const Tensor* act = nullptr;  // forward output
     Tensor own;                   // the executor's own output (input, add)
     Tensor w, b, scale, shift, rmean, rvar;
+    Tensor r, h0, c0;                              // rnn: recurrent weights, initial state
     Tensor dw_fc_bias;                             // fc: bias gradient (native)
     const Tensor *mean = nullptr, *var = nullptr;  // bnorm: the batch statistics
     const Tensor *dw = nullptr, *db = nullptr, *dscale = nullptr, *dshift = nullptr;
+    const Tensor* dr = nullptr;          // rnn
     std::vector<const Tensor*> contrib;  // gradients arriving at this layer's output
     Tensor own_grad;                     // their sum, when more than one
     const Tensor* loss = nullptr;        // loss layer: per-position losses
@@ -184,7 +187,7 @@ struct Executor::Impl {
     up(st[0].own);
     up(labels);
     for (State& s : st)
-      for (const Tensor* t : {&s.w, &s.b, &s.scale, &s.shift}) up(*t);
+      for (const Tensor* t : {&s.w, &s.b, &s.scale, &s.shift, &s.r}) up(*t);
   }
 
   // Candidate implementations of one call, in registry order, for a backend prefix.
@@ -340,6 +343,13 @@ struct Executor::Impl {
     calls.push_back(std::move(c));
   }
 
+  // An rnn layer's inputs but dy: x, h0, [c0], W, R, b.
+  std::vector<const Tensor*> rnn_inputs(const State& s, const Tensor* x) const {
+    std::vector<const Tensor*> v = {x, &s.h0};
+    if (s.c0.size()) v.push_back(&s.c0);  // LSTM
+    for (const Tensor* t : {&s.w, &s.r, &s.b}) v.push_back(t);
+    return v;
+  }
   void plan();
   void plan_forward(size_t l);
   void plan_backward(size_t l);
@@ -430,6 +440,24 @@ void Executor::Impl::plan_forward(size_t l) {
               o.add_channel_bias(y, b, mb, out, 1);
             });
       }
+      break;
+    }
+    case LayerKind::rnn: {
+      // DeepBench's gate-major weights (rnn.h), U(-1/sqrt(h), 1/sqrt(h)) as PyTorch; zero state.
+      const RnnDesc& d = L.rnn;
+      const float a = 1.0f / std::sqrt(static_cast<float>(d.h));
+      s.w = Tensor(rnn_dims(d, "W")), s.r = Tensor(rnn_dims(d, "R")),
+      s.b = Tensor(rnn_dims(d, "b"));
+      fill_uniform(s.w, seed, -a, a);
+      fill_uniform(s.r, mix_seed(seed, 1), -a, a);
+      fill_uniform(s.b, mix_seed(seed, 2), -a, a);
+      s.h0 = Tensor(rnn_dims(d, "h0"));
+      s.h0.fill(0.0f);
+      if (d.has_c()) {
+        s.c0 = Tensor(rnn_dims(d, "c0"));
+        s.c0.fill(0.0f);
+      }
+      s.act = add<RnnTraits>(L.name, "fwd", d, Dir::fwd, rnn_inputs(s, x))->out[0];
       break;
     }
     case LayerKind::add: {
@@ -540,6 +568,16 @@ void Executor::Impl::plan_backward(size_t l) {
       }
       break;
     }
+    case LayerKind::rnn: {
+      // The bwd call recomputes the forward it differentiates (rnn.h: in prepare(), which a
+      // network step repeats): that forward's time is in this call's.
+      std::vector<const Tensor*> in = rnn_inputs(s, x);
+      in.push_back(g);
+      auto* c = add<RnnTraits>(L.name, "bwd", L.rnn, Dir::bwd, in);
+      s.dw = c->out[0], s.dr = c->out[1], s.db = c->out[2];
+      if (need_dx) give(L.inputs[0], c->out.back());
+      break;
+    }
     case LayerKind::add:
       give(L.inputs[0], g);
       give(L.inputs[1], g);
@@ -557,6 +595,7 @@ void Executor::Impl::plan_update(size_t l) {
   if (s.db) upd.push_back({&s.b, s.db});
   if (s.dscale) upd.push_back({&s.scale, s.dscale});
   if (s.dshift) upd.push_back({&s.shift, s.dshift});
+  if (s.dr) upd.push_back({&s.r, s.dr});
   if (upd.empty()) return;
   std::vector<std::pair<void*, void*>> dupd;
   for (auto& [w, g] : upd) dupd.push_back({D(w), D(g)});
@@ -592,7 +631,7 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
       return std::any_of(reg.begin(), reg.end(), [&](const auto& e) { return e.name == algo; });
     };
     if (!has(conv_registry()) && !has(gemm_registry()) && !has(pool_registry()) &&
-        !has(bnorm_registry()) && !has(act_registry()))
+        !has(bnorm_registry()) && !has(act_registry()) && !has(rnn_registry()))
       throw InputError("policy", "'" + opt.policy + "' is not best, first or an algorithm of " +
                                      opt.backend + " (primbench list)");
   }
@@ -692,8 +731,8 @@ size_t Executor::planned_bytes() const {
   size_t b = p_->labels.bytes();
   for (const auto& c : p_->calls) b += c->bytes();
   for (const auto& s : p_->st)
-    for (const Tensor* t : {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar,
-                            &s.dw_fc_bias, &s.own_grad, &s.zeros, &s.zeros_w, &s.zeros_d})
+    for (const Tensor* t : {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar, &s.r, &s.h0,
+                            &s.c0, &s.dw_fc_bias, &s.own_grad, &s.zeros, &s.zeros_w, &s.zeros_d})
       b += t->bytes();
   return b;
 }
@@ -709,6 +748,7 @@ std::vector<std::pair<std::string, Tensor*>> Executor::params() {
     if (s.b.size()) v.push_back({n + ".b", &s.b});
     if (s.scale.size()) v.push_back({n + ".scale", &s.scale});
     if (s.shift.size()) v.push_back({n + ".shift", &s.shift});
+    if (s.r.size()) v.push_back({n + ".R", &s.r});
   }
   return v;
 }
@@ -721,6 +761,7 @@ std::vector<const Tensor*> Executor::param_grads() {
     if (s.b.size()) v.push_back(s.db);
     if (s.scale.size()) v.push_back(s.dscale);
     if (s.shift.size()) v.push_back(s.dshift);
+    if (s.r.size()) v.push_back(s.dr);
   }
   return v;
 }

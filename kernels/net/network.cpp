@@ -13,7 +13,7 @@
 namespace pb {
 
 std::string layer_kind_str(LayerKind k) {
-  static const char* n[] = {"input", "conv", "pool", "bnorm", "act", "fc", "add", "loss"};
+  static const char* n[] = {"input", "conv", "pool", "bnorm", "act", "fc", "add", "loss", "rnn"};
   return n[static_cast<int>(k)];
 }
 
@@ -29,6 +29,8 @@ int64_t Layer::params() const {
       return in.size() * fc_out + (bias ? fc_out : 0);
     case LayerKind::bnorm:
       return (bnorm.scale ? bnorm.ic : 0) + (bnorm.shift ? bnorm.ic : 0);
+    case LayerKind::rnn:
+      return rnn.gh() * (rnn.i + rnn.h) + rnn.bias_gates() * rnn.h;
     default:
       return 0;
   }
@@ -43,10 +45,10 @@ int64_t Network::params() const {
 namespace {
 
 LayerKind parse_kind(const std::string& s, const std::string& where) {
-  for (int k = 0; k <= static_cast<int>(LayerKind::loss); ++k)
+  for (int k = 0; k <= static_cast<int>(LayerKind::rnn); ++k)
     if (layer_kind_str(static_cast<LayerKind>(k)) == s) return static_cast<LayerKind>(k);
   throw InputError(where + ": kind",
-                   "'" + s + "' is not one of input, conv, pool, bnorm, act, fc, add, loss");
+                   "'" + s + "' is not one of input, conv, pool, bnorm, act, fc, add, loss, rnn");
 }
 
 // Checks that what a layer's descriptor expects equals what its input gives.
@@ -163,12 +165,16 @@ Network Network::load(const std::string& name_or_path) {
       switch (l.kind) {
         case LayerKind::input: {
           FieldReader r("input", desc);
-          for (const char* k : {"mb", "c", "h", "w"}) r.allow_int(k);
+          for (const char* k : {"mb", "t", "c", "h", "w"}) r.allow_int(k);
           r.read();
           l.out = {r.get("c", 0), r.get("h", 1), r.get("w", r.get("h", 1))};
           mb = r.get("mb", 0);
+          net.seq = r.get("t", 1);
           if (mb <= 0 || l.out.c <= 0 || l.out.h <= 0 || l.out.w <= 0)
             throw InputError("input", "needs mb, c, h (w) > 0, as in mb16c3h224");
+          if (net.seq <= 0 || mb % net.seq != 0)
+            throw InputError("t", "must be > 0 and divide mb (the positions), got t" +
+                                      std::to_string(net.seq) + " for mb" + std::to_string(mb));
           break;
         }
         case LayerKind::conv: {
@@ -217,6 +223,14 @@ Network Network::load(const std::string& name_or_path) {
           l.out = {l.fc_out, 1, 1};
           break;
         }
+        case LayerKind::rnn: {
+          l.rnn = RnnDesc::parse(desc);
+          expect(where, "i", l.rnn.i, l.in.size(), src, l.in);
+          expect(where, "t", l.rnn.t, net.seq, "input", net.layers[0].out);
+          l.out = {l.rnn.h, 1, 1};
+          mb = l.rnn.n * l.rnn.t;
+          break;
+        }
         case LayerKind::add: {
           const Layer& b = net.layers[l.inputs[1]];
           if (!(b.out == l.in))
@@ -248,12 +262,15 @@ Network Network::load(const std::string& name_or_path) {
   return net;
 }
 
-Network Network::with_batch(int64_t mb) const {
-  if (mb <= 0) throw InputError("batch", "must be > 0, got " + std::to_string(mb));
+Network Network::with_batch(int64_t samples) const {
+  if (samples <= 0) throw InputError("batch", "must be > 0, got " + std::to_string(samples));
   Network n = *this;
+  const int64_t mb = samples * seq;
   n.mb = mb;
   for (Layer& l : n.layers) {
     l.conv.mb = l.pool.mb = l.bnorm.mb = l.act.mb = mb;
+    l.rnn.n = samples;
+    if (l.kind == LayerKind::rnn) l.rnn.validate();
     if (l.kind == LayerKind::conv) l.conv.validate();
     if (l.kind == LayerKind::pool) l.pool.validate();
     if (l.kind == LayerKind::bnorm) l.bnorm.validate();

@@ -11,21 +11,29 @@
 #include "kernels/bnorm/desc.h"
 #include "kernels/conv/desc.h"
 #include "kernels/pool/desc.h"
+#include "kernels/rnn/desc.h"
 
 namespace pb {
 
 // Line grammar:  <layer> <kind> [<descriptor>] [bias] [< <in>[,<in>]]   # comment
-//   input  c<C>h<H>[w<W>]                    the batch of images (or feature vectors: h1)
+//   input  mb<N>c<C>h<H>[w<W>]               the batch of images (or feature vectors: h1)
+//   input  mb<P>t<T>c<C>                      sequences: P = N * T positions (step-major) of C
+//                                             features, a batch of N sequences of T steps
 //   conv   <conv descriptor> [bias]           + a per-channel bias when `bias` is given
 //   pool   <pool descriptor>
 //   bnorm  <bnorm descriptor>                 training statistics; inference uses running ones
 //   act    <act descriptor>                   relu / sigmoid / tanh
-//   fc     oc<N> [bias]                       fully connected over the flattened input (GEMM)
+//   fc     oc<N> [bias]                       fully connected over the flattened input (GEMM;
+//                                             per position in a sequence: an embedding, the
+//                                             softmax projection)
+//   rnn    <rnn descriptor>                   an LSTM / GRU / RNN layer over the sequence (n N,
+//                                             t T), zero initial state
 //   add    < a,b                              elementwise sum (residual)
 //   loss   <act descriptor with xent>         softmax cross-entropy over the classes
 // The input is the previous line's layer unless `< name[,name]` says otherwise. The mb of every
-// descriptor is the batch; the executor rewrites it for other batch sizes.
-enum class LayerKind { input, conv, pool, bnorm, act, fc, add, loss };
+// descriptor is the batch (sequences: the positions N * T); the executor rewrites it for other
+// batch sizes.
+enum class LayerKind { input, conv, pool, bnorm, act, fc, add, loss, rnn };
 std::string layer_kind_str(LayerKind k);
 
 struct Shape {
@@ -44,6 +52,7 @@ struct Layer {
   PoolDesc pool;
   BnormDesc bnorm;
   ActDesc act;         // act, loss
+  RnnDesc rnn;         // rnn
   int64_t fc_out = 0;  // fc: output features
   Shape in, out;       // per image
   int line = 0;
@@ -52,15 +61,18 @@ struct Layer {
 
 struct Network {
   std::string name, file;
-  int64_t mb = 0;
+  int64_t mb = 0;   // images, feature vectors or sequence positions
+  int64_t seq = 1;  // time steps per sample (sequence networks; 1 otherwise)
   std::vector<Layer> layers;
 
   // Loads data/networks/<name>.txt (or a path ending in .txt); throws InputError naming
   // "<file>:<line> layer <name>: <field>" when a line is malformed or does not chain.
   static Network load(const std::string& name_or_path);
   static std::vector<std::string> list();  // available network names
-  // The same network at another batch size (every descriptor's mb rewritten).
-  Network with_batch(int64_t mb) const;
+  // Samples per batch: images, vectors or sequences (mb / seq).
+  int64_t batch() const { return mb / seq; }
+  // The same network at another batch of samples (every descriptor's mb rewritten).
+  Network with_batch(int64_t samples) const;
   int64_t params() const;
   bool has_loss() const { return !layers.empty() && layers.back().kind == LayerKind::loss; }
 };

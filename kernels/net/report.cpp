@@ -14,7 +14,7 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
   const Network& net = ex.network();
   r.network = net.name, r.backend = opt.backend, r.policy = opt.policy;
   r.mode = opt.train ? "train" : "infer";
-  r.batch = net.mb;
+  r.batch = net.batch();
   for (int i = 0; i < warmup; ++i) ex.step();
   std::vector<std::pair<double, std::vector<double>>> steps;
   for (int i = 0; i < std::max(1, reps); ++i) {
