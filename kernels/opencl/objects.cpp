@@ -62,11 +62,13 @@ void Buffer::download(void* dst, size_t bytes, size_t offset) const {
         "clEnqueueReadBuffer");
 }
 
-void Buffer::copy_from(const Buffer& src, size_t bytes) {
+void Buffer::copy_from(const Buffer& src, size_t bytes, size_t src_offset, size_t offset) {
   if (bytes == 0) return;
-  if (bytes > bytes_ || bytes > src.bytes_) throw RuntimeError("Buffer::copy_from: out of range");
-  check(clEnqueueCopyBuffer(queue(), src.mem_, mem_, 0, 0, bytes, 0, nullptr, nullptr),
-        "clEnqueueCopyBuffer");
+  if (offset + bytes > bytes_ || src_offset + bytes > src.bytes_)
+    throw RuntimeError("Buffer::copy_from: out of range");
+  check(
+      clEnqueueCopyBuffer(queue(), src.mem_, mem_, src_offset, offset, bytes, 0, nullptr, nullptr),
+      "clEnqueueCopyBuffer");
 }
 
 void Buffer::zero() {

@@ -83,8 +83,8 @@ class Buffer {
 
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
-  // Device-side copy of `bytes` from `src` (enqueued, not waited for).
-  void copy_from(const Buffer& src, size_t bytes);
+  // Device-side copy of `bytes` from `src` (enqueued, not waited for), at byte offsets.
+  void copy_from(const Buffer& src, size_t bytes, size_t src_offset = 0, size_t offset = 0);
   // Sets every byte to zero (enqueued, not waited for).
   void zero();
   void reset();

@@ -1,7 +1,8 @@
 // ocl/blas: cpu/blas's scheme on OpenCL — the input projection and the per-step recurrent
 // product with our SGEMM (gemm/tiled.cl, from the runtime's program cache), one fused pointwise
 // kernel per step (rnn_pointwise.cl). Everything is enqueued: no host round trip in a sequence.
-// Backward: after the loop, dR, dW, db and dx = G_w W over all T*N rows.
+// Backward: after the loop, dR, dW, db and dx = G_w W over all T*N rows. W and R are transposed
+// on the device, so inputs bound to a network's device buffers (bind_device) need no transfer.
 #include <algorithm>
 #include <string>
 
@@ -14,6 +15,7 @@ namespace {
 
 // gemm/tiled.cl's default tunables (as ocl/tiled uses them); TA = 0 always, TB per product.
 constexpr int kTsm = 64, kTsn = 64, kWptm = 32, kWptn = 8;
+constexpr size_t kXt = 32;  // XT below
 std::string gemm_options(bool tb) {
   return "-cl-mad-enable -DTSM=64 -DTSN=64 -DTSK=128 -DWPTM=32 -DWPTN=8 -DVW=16 -DTA=0 -DTB=" +
          std::to_string(tb ? 1 : 0) + " -DXT=32";
@@ -56,34 +58,38 @@ class RnnOclBlas : public RnnImpl {
         ocl::program("rnn/rnn_pointwise.cl", "-DCELL=" + std::to_string(static_cast<int>(d.cell)));
     build_ms_ = 1e3 * (now_seconds() - t0);
     size_t k = 0;
-    const Tensor* x = in[k++];
-    const Tensor* h0 = in[k++];
-    const Tensor* c0 = d.has_c() ? in[k++] : nullptr;
-    const Tensor *w = in[k++], *r = in[k++], *b = in[k++];
-    // W^T (I x GH) and R^T (H x GH) on the host, as cpu/blas; R as given for the backward.
-    t0 = now_seconds();
-    std::vector<float> wt(static_cast<size_t>(I) * GH), rt(static_cast<size_t>(H) * GH);
-    for (int q = 0; q < GH; ++q)
-      for (int i = 0; i < I; ++i)
-        wt[static_cast<size_t>(i) * GH + q] = w->data()[static_cast<size_t>(q) * I + i];
-    for (int q = 0; q < GH; ++q)
-      for (int i = 0; i < H; ++i)
-        rt[static_cast<size_t>(i) * GH + q] = r->data()[static_cast<size_t>(q) * H + i];
-    convert_ms_ = 1e3 * (now_seconds() - t0);
-    x_ = upload(x->data(), x->size());
-    wt_ = upload(wt.data(), wt.size());
-    rt_ = upload(rt.data(), rt.size());
-    b_ = upload(b->data(), b->size());
+    // Inputs as given (uploaded, or the bound device buffers): x, h0, [c0], W, R, b, [dy].
+    auto next_input = [&] {
+      ++k;
+      return inputs_.get(k - 1, *in[k - 1]);
+    };
+    x_ = next_input();
+    h0_ = next_input();
+    c0_ = d.has_c() ? next_input() : ocl::Buffer();
+    w_ = next_input();
+    r_ = next_input();
+    b_ = next_input();
+    // W^T (I x GH) and R^T (H x GH), as cpu/blas, by tiled.cl's transpose (see load()).
+    wt_ = ocl::Buffer(4ull * I * GH);
+    rt_ = ocl::Buffer(4ull * H * GH);
+    tw_ = ocl::Kernel(nn, "transpose");
+    tw_.set_args(I, GH, w_, I, wt_, GH);
+    tr_ = ocl::Kernel(nn, "transpose");
+    tr_.set_args(H, GH, r_, H, rt_, GH);
     xp_ = ocl::Buffer(4ull * T * N * GH);
     hr_ = ocl::Buffer(4ull * N * GH);
     hs_ = ocl::Buffer(4ull * (T + 1) * NH);
-    hs_.upload(h0->data(), 4ull * NH);
-    cs_ = ocl::Buffer(4ull * (c0 ? (T + 1) * NH : 1));
-    if (c0) cs_.upload(c0->data(), 4ull * NH);
+    cs_ = ocl::Buffer(4ull * (d.has_c() ? (T + 1) * NH : 1));
     rh_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * NH : 1));
     for (auto& p : ping_) p = ocl::Buffer(4ull * NH);
-    ping_[0].upload(h0->data(), 4ull * NH);
-    h0_ = upload(h0->data(), NH);
+    t0 = now_seconds();
+    load();
+    ocl::finish();
+    convert_ms_ = 1e3 * (now_seconds() - t0);
+    if (inputs_.any_bound() && dir == Dir::fwd) {  // the outputs as buffers of their own
+      y_ = ocl::Buffer(4ull * T * NH);
+      ct_ = ocl::Buffer(4ull * NH);
+    }
 
     proj_.set(nn, GH, T * N, I, wt_, GH, x_, I, 0.0f, xp_, GH);
     for (int p = 0; p < 2; ++p) step_[p].set(nn, GH, N, H, rt_, GH, ping_[p], H, 0.0f, hr_, GH);
@@ -96,9 +102,7 @@ class RnnOclBlas : public RnnImpl {
     if (dir == Dir::bwd) {
       forward();  // activations for the backward, untimed
       ocl::finish();
-      r_ = upload(r->data(), r->size());
-      w_ = upload(w->data(), w->size());  // W as given (column-major I x GH) for dx
-      dy_ = upload(in[k]->data(), in[k]->size());
+      dy_ = next_input();
       gw_ = ocl::Buffer(4ull * T * N * GH);
       gr_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * N * GH : 1));
       gcur_ = ocl::Buffer(4ull * N * GH);
@@ -130,8 +134,32 @@ class RnnOclBlas : public RnnImpl {
     profile();
   }
 
-  void run() override { dir_ == Dir::fwd ? forward() : backward(); }
+  void run() override {
+    if (dir_ == Dir::bwd) return backward();
+    forward();
+    if (y_.bytes()) {  // bound: y and cT into buffers that start at them (device_output)
+      const size_t nh = 4ull * d_.n * d_.h;
+      y_.copy_from(hs_, nh * d_.t, nh);
+      if (d_.has_c()) ct_.copy_from(cs_, nh, nh * d_.t);
+    }
+  }
   void sync() override { ocl::finish(); }
+  bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
+  // Bound: new weights transposed and the initial state loaded again; bwd also recomputes the
+  // forward it differentiates (as prepare() does, untimed there).
+  bool refresh() override {
+    if (!inputs_.any_bound()) return false;
+    load();
+    if (dir_ == Dir::bwd) forward();
+    return true;
+  }
+  void* device_output(size_t i) const override {
+    std::vector<const ocl::Buffer*> out;
+    if (dir_ == Dir::fwd) out = {&y_, &ct_};
+    if (dir_ == Dir::bwd) out = {&dw_, &dr_, &db_, &ping_[last_], &dc_, &dx_};
+    if (!d_.has_c()) out.erase(out.begin() + (dir_ == Dir::fwd ? 1 : 4));
+    return i < out.size() && out[i]->bytes() ? out[i]->get() : nullptr;
+  }
 
   std::vector<Tensor> result() override {
     const int64_t NH = d_.n * d_.h;
@@ -185,6 +213,18 @@ class RnnOclBlas : public RnnImpl {
     return b;
   }
 
+  // Enqueues W^T, R^T and the initial state (h0, c0 at the start of hs_, cs_).
+  void load() {
+    size_t local[2] = {kXt, kXt};
+    size_t gw[2] = {round_up(d_.i, kXt), round_up(d_.gh(), kXt)};
+    size_t gr[2] = {round_up(d_.h, kXt), round_up(d_.gh(), kXt)};
+    tw_.enqueue(2, gw, local);
+    tr_.enqueue(2, gr, local);
+    const size_t nh = 4ull * d_.n * d_.h;
+    hs_.copy_from(h0_, nh);
+    if (d_.has_c()) cs_.copy_from(c0_, nh);
+  }
+
   // Enqueues the forward; with `ev`, one event per launch (profiling).
   void forward(std::vector<ocl::Event>* ev = nullptr) {
     const int T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), NH = N * H;
@@ -223,6 +263,7 @@ class RnnOclBlas : public RnnImpl {
     if (d_.cell == Cell::gru) {
       size_t g2 = round_up(H, 64);
       sums2_.enqueue(1, &g2, &l, next());
+      if (inputs_.any_bound()) db_.copy_from(db_ro_, 4ull * H, 0, 4ull * GH);  // db as one buffer
     }
   }
 
@@ -248,8 +289,11 @@ class RnnOclBlas : public RnnImpl {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
-  ocl::Buffer x_, wt_, rt_, r_, w_, b_, xp_, hr_, hs_, cs_, rh_, h0_, dy_, gw_, gr_, gcur_, dc_,
-      dw_, dr_, db_, db_ro_, dx_;
+  ocl::Buffer x_, wt_, rt_, r_, w_, b_, xp_, hr_, hs_, cs_, rh_, h0_, c0_, dy_, gw_, gr_, gcur_,
+      dc_, dw_, dr_, db_, db_ro_, dx_;
+  ocl::Buffer y_, ct_;  // bound fwd: y and cT copied out of hs_ and cs_
+  ocl::Inputs inputs_;
+  ocl::Kernel tw_, tr_;
   ocl::Buffer ping_[2];
   ocl::Buffer zero_;
   Gemm proj_, step_[2], back_[2], dr_gemm_, dw_gemm_, dx_gemm_;
