@@ -115,7 +115,7 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
   if (!layers_dir.empty())
     pb::write_file_atomic(
         layers_dir + "/" + net.name + "_" + opt.backend + "_" + opt.policy + "_" + r.mode + ".json",
-        pb::to_json(r, {}, 0) + "\n");
+        pb::to_json(r, {}, "") + "\n");
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ const char* kUsage =
     "       primbench net <network>|--list [--backend cpu|onednn|ocl|ref] [--policy "
     "best|first|<algo>]\n"
     "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"
-    "                     [--find-cache FILE|off] [--busbw GB/s] [--seed S]\n"
+    "                     [--find-cache FILE|off] [--busbw GB/s | --allreduce-json F[,F..]]\n"
+    "                     [--seed S]\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"
     "             3 the implementation is unavailable or does not support the shape\n";
 

@@ -1,7 +1,12 @@
 // `primbench net <network>`: plan and time one network (inference or a training step) on one
 // backend and algorithm policy; prints the per-layer breakdown, optionally saves it as JSON.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -15,7 +20,7 @@ namespace pb::cli {
 int cmd_net(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
-                       "--find-cache", "--busbw", "--seed"},
+                       "--find-cache", "--busbw", "--allreduce-json", "--seed"},
                       {"--train", "--list"});
   if (a.has("--list") || a.positional.empty()) {
     for (const auto& n : Network::list()) std::printf("%s\n", n.c_str());
@@ -41,21 +46,54 @@ int cmd_net(int argc, char** argv) {
     }
     if (!(busbw > 0)) throw InputError("--busbw", "needs a positive GB/s value");
   }
+  if (a.has("--busbw") && a.has("--allreduce-json"))
+    throw InputError("--allreduce-json", "give --busbw or --allreduce-json, not both");
+  // The projection's busbw per rank count: one figure for p = 2..16, or bench_allreduce's.
+  std::vector<std::pair<int, double>> per_p;
+  std::string source;
+  if (busbw > 0) {
+    for (int p : {2, 4, 8, 16}) per_p.emplace_back(p, busbw);
+    source = "--busbw " + a.get("--busbw", "");
+  } else if (a.has("--allreduce-json")) {
+    // Files, or folders of tools/allreduce's bench_allreduce_np<N>.json.
+    std::vector<std::string> files;
+    std::stringstream list(a.get("--allreduce-json", ""));
+    for (std::string f; std::getline(list, f, ',');) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(f, ec)) {
+        if (!f.empty()) files.push_back(f);
+        continue;
+      }
+      for (const auto& e : std::filesystem::directory_iterator(f, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind("bench_allreduce_np", 0) == 0 && e.path().extension() == ".json")
+          files.push_back(e.path().string());
+      }
+    }
+    if (files.empty())
+      throw InputError("--allreduce-json",
+                       "no bench_allreduce JSON in '" + a.get("--allreduce-json", "") + "'");
+    for (const std::string& f : files) {
+      for (const auto& pb : read_allreduce_busbw(f, 4.0 * net.params())) per_p.push_back(pb);
+      source += (source.empty() ? "" : ",") + f;
+    }
+    std::sort(per_p.begin(), per_p.end());
+  }
   Executor ex(net, opt);
   NetResult r = measure_network(ex, opt, 1, a.get_int("--reps", 3, 1, 1000));
   std::fputs(table(r).c_str(), stdout);
-  std::vector<Projection> proj;
-  if (busbw > 0) {
-    proj = project_data_parallel(r, busbw, {2, 4, 8, 16});
+  std::vector<Projection> proj = project_data_parallel(r, per_p);
+  if (!proj.empty()) {
     std::printf(
-        "data-parallel PROJECTION (not measured; ring all-reduce of %.1f MB of "
-        "gradients at %.2f GB/s busbw, no overlap):\n",
-        net.params() * 4 / 1e6, busbw);
+        "data-parallel PROJECTION (not measured; ring all-reduce of %.1f MB of gradients at the "
+        "busbw from %s, no overlap):\n",
+        gradient_bytes(r) / 1e6, source.c_str());
     for (const Projection& p : proj)
-      std::printf("  p=%-3d all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f\n", p.ranks,
-                  p.allreduce_ms, p.step_ms, p.efficiency);
+      std::printf(
+          "  p=%-3d busbw %7.2f GB/s  all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f\n",
+          p.ranks, p.busbw_gbs, p.allreduce_ms, p.step_ms, p.efficiency);
   }
-  if (a.has("--json")) write_file_atomic(a.get("--json", ""), to_json(r, proj, busbw) + "\n");
+  if (a.has("--json")) write_file_atomic(a.get("--json", ""), to_json(r, proj, source) + "\n");
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
 #include "kernels/net/executor.h"
+#include "kernels/net/report.h"
 #include "tests/cli_runner.h"
 #ifdef PRIMBENCH_HAVE_OPENCL
 #include "kernels/opencl/runtime.h"
@@ -301,6 +302,42 @@ TEST(NetSmoke, CliReportsAndRejects) {
   EXPECT_NE(backend.out.find("backend"), std::string::npos);
   CliResult batch = run_cli("net tiny_mlp --batch 0");
   EXPECT_EQ(batch.status, 2);
+  CliResult bad_json = run_cli("net tiny_mlp --train --allreduce-json " + temp_net("{}"));
+  EXPECT_EQ(bad_json.status, 2);
+  EXPECT_NE(bad_json.out.find("--allreduce-json"), std::string::npos) << bad_json.out;
+}
+
+// A bench_allreduce JSON (Google Benchmark's format, trimmed): per rank count, the busbw of the
+// message size nearest the gradients' bytes; aggregates and failed runs are left out.
+TEST(NetSmoke, ProjectionReadsBusbwPerRankCount) {
+  auto run = [](int p, int64_t n, double busbw, const char* extra = "") {
+    return "{\"name\": \"allreduce/mpi/ring/x:y/ranks:" + std::to_string(p) +
+           "\", \"run_type\": \"iteration\", " + extra + "\"busbw\": " + std::to_string(busbw) +
+           ", \"ranks\": " + std::to_string(p) + ".0, \"label\": \"n" + std::to_string(n) +
+           "n\\\"z\\\"\"}";
+  };
+  const std::string body = "{\"context\": {}, \"benchmarks\": [" + run(2, 1000, 1e9) + "," +
+                           run(2, 1000000, 3e9) + "," + run(4, 1000000, 2e9) + "," +
+                           run(4, 1000000, 4e9) + "," +
+                           run(4, 1000000, 9e9, "\"run_type\": \"aggregate\", ") + "," +
+                           run(8, 1000000, 5e9, "\"error_occurred\": true, ") + "]}";
+  const std::string file = temp_net(body);
+  // 4 MB of gradients: the n = 1e6 (4 MB) runs, not n = 1000.
+  std::vector<std::pair<int, double>> v = read_allreduce_busbw(file, 4e6);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].first, 2);
+  EXPECT_NEAR(v[0].second, 3.0, 1e-9);
+  EXPECT_EQ(v[1].first, 4);
+  EXPECT_NEAR(v[1].second, 3.0, 1e-9);  // the mean of 2 and 4, the aggregate left out
+  EXPECT_NEAR(read_allreduce_busbw(file, 4e3)[0].second, 1.0, 1e-9);
+  NetResult r;
+  r.step_ms = 10;
+  r.layers.push_back({});
+  r.layers.back().grad_bytes = 3000000;  // 3 MB: ring on 4 ranks moves 1.5 x 3 MB at 3 GB/s
+  std::vector<Projection> proj = project_data_parallel(r, v);
+  ASSERT_EQ(proj.size(), 2u);
+  EXPECT_NEAR(proj[1].allreduce_ms, 1.5, 1e-9);
+  EXPECT_NEAR(proj[1].efficiency, 10 / 11.5, 1e-9);
 }
 
 }  // namespace

@@ -2,9 +2,14 @@
 #include "kernels/net/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 
+#include "kernels/core/error.h"
 #include "kernels/core/io.h"
 
 namespace pb {
@@ -57,18 +62,63 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
   return r;
 }
 
-std::vector<Projection> project_data_parallel(const NetResult& r, double busbw_gbs,
-                                              const std::vector<int>& ranks) {
+double gradient_bytes(const NetResult& r) {
   double bytes = 0;
   for (const LayerRow& l : r.layers) bytes += l.grad_bytes;
+  return bytes;
+}
+
+std::vector<Projection> project_data_parallel(const NetResult& r,
+                                              const std::vector<std::pair<int, double>>& busbw) {
+  const double bytes = gradient_bytes(r);
   std::vector<Projection> v;
-  for (int p : ranks) {
+  for (const auto& [p, gbs] : busbw) {
     Projection pr;
-    pr.ranks = p;
-    pr.allreduce_ms = busbw_gbs > 0 ? 2.0 * (p - 1) / p * bytes / (busbw_gbs * 1e9) * 1e3 : 0;
+    pr.ranks = p, pr.busbw_gbs = gbs;
+    pr.allreduce_ms = gbs > 0 && p > 1 ? 2.0 * (p - 1) / p * bytes / (gbs * 1e9) * 1e3 : 0;
     pr.step_ms = r.step_ms + pr.allreduce_ms;
     pr.efficiency = r.step_ms / pr.step_ms;
     v.push_back(pr);
+  }
+  return v;
+}
+
+std::vector<std::pair<int, double>> read_allreduce_busbw(const std::string& file, double bytes) {
+  std::ifstream f(file);
+  if (!f) throw InputError("--allreduce-json", "cannot read '" + file + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  // Google Benchmark's JSON, one benchmark object per "name"; our counters and label in each.
+  const std::regex busbw_re("\"busbw\":\\s*([0-9.eE+-]+)"), ranks_re("\"ranks\":\\s*([0-9.eE+-]+)"),
+      size_re("\"label\":\\s*\"n([0-9]+)");
+  struct Acc {
+    double n = 0, sum = 0;
+  };
+  std::map<int, std::map<double, Acc>> runs;  // ranks -> message bytes -> busbw
+  size_t pos = text.find("\"name\":");
+  while (pos != std::string::npos) {
+    const size_t next = text.find("\"name\":", pos + 1);
+    const std::string obj = text.substr(pos, next == std::string::npos ? next : next - pos);
+    pos = next;
+    std::smatch bw, rk, sz;
+    if (obj.find("\"run_type\": \"aggregate\"") != std::string::npos ||
+        obj.find("\"error_occurred\": true") != std::string::npos ||
+        !std::regex_search(obj, bw, busbw_re) || !std::regex_search(obj, rk, ranks_re) ||
+        !std::regex_search(obj, sz, size_re))
+      continue;
+    Acc& a = runs[static_cast<int>(std::stod(rk[1]))][4.0 * std::stod(sz[1])];
+    a.n += 1, a.sum += std::stod(bw[1]) / 1e9;
+  }
+  if (runs.empty())
+    throw InputError("--allreduce-json", "'" + file + "' holds no bench_allreduce busbw results");
+  std::vector<std::pair<int, double>> v;
+  for (const auto& [p, sizes] : runs) {
+    auto best = sizes.begin();
+    for (auto it = sizes.begin(); it != sizes.end(); ++it)
+      if (std::fabs(std::log(it->first / bytes)) < std::fabs(std::log(best->first / bytes)))
+        best = it;
+    v.emplace_back(p, best->second.sum / best->second.n);
   }
   return v;
 }
@@ -99,7 +149,8 @@ std::string table(const NetResult& r) {
   return s;
 }
 
-std::string to_json(const NetResult& r, const std::vector<Projection>& proj, double busbw) {
+std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
+                    const std::string& busbw_source) {
   std::string s = "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
                   ",\"policy\":" + json_str(r.policy) + ",\"mode\":" + json_str(r.mode) +
                   ",\"batch\":" + json_num(static_cast<double>(r.batch)) +
@@ -122,11 +173,12 @@ std::string to_json(const NetResult& r, const std::vector<Projection>& proj, dou
   s += "],\"data_parallel_projection\":{\"note\":" +
        json_str(
            "a projection, not a measurement: step + ring all-reduce of all gradients at "
-           "the given busbw, no overlap") +
-       ",\"busbw_GBs\":" + json_num(busbw) + ",\"ranks\":[";
+           "the busbw measured for p ranks, no overlap") +
+       ",\"busbw_from\":" + json_str(busbw_source) + ",\"ranks\":[";
   first = true;
   for (const Projection& p : proj) {
     s += std::string(first ? "" : ",") + "{\"p\":" + json_num(p.ranks) +
+         ",\"busbw_GBs\":" + json_num(p.busbw_gbs) +
          ",\"allreduce_ms\":" + json_num(p.allreduce_ms) + ",\"step_ms\":" + json_num(p.step_ms) +
          ",\"efficiency\":" + json_num(p.efficiency) + "}";
     first = false;

@@ -35,16 +35,24 @@ struct NetResult {
 NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps);
 
 // Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
-// every gradient (ring: 2(p-1)/p * bytes / busbw, with busbw in GB/s as tools/allreduce
-// reports it), with no overlap of communication and backward (an upper bound).
+// every gradient (ring: 2(p-1)/p * bytes / busbw, with busbw in GB/s as bench_allreduce reports
+// it), with no overlap of communication and backward (an upper bound).
 struct Projection {
   int ranks = 0;
-  double allreduce_ms = 0, step_ms = 0, efficiency = 0;
+  double busbw_gbs = 0, allreduce_ms = 0, step_ms = 0, efficiency = 0;
 };
-std::vector<Projection> project_data_parallel(const NetResult& r, double busbw_gbs,
-                                              const std::vector<int>& ranks);
+// One projection per (ranks, busbw GB/s).
+std::vector<Projection> project_data_parallel(const NetResult& r,
+                                              const std::vector<std::pair<int, double>>& busbw);
+double gradient_bytes(const NetResult& r);
+// bench_allreduce's JSON (--benchmark_out): for each rank count in it, the busbw (GB/s) measured
+// on the message size nearest `bytes` (mean over its runs). Throws InputError("--allreduce-json")
+// when the file cannot be read or holds no busbw results.
+std::vector<std::pair<int, double>> read_allreduce_busbw(const std::string& file, double bytes);
 
 std::string table(const NetResult& r);  // the per-layer breakdown, text
-std::string to_json(const NetResult& r, const std::vector<Projection>& proj, double busbw);
+// `busbw_source`: where the projection's busbw came from (a file, or "--busbw").
+std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
+                    const std::string& busbw_source);
 
 }  // namespace pb
