@@ -289,6 +289,20 @@ TEST(NetSmoke, SgdLowersTheLossOnAFixedBatch) {
   EXPECT_LT(ex.loss(), 0.5 * first) << "first " << first << ", last " << ex.loss();
 }
 
+// Inference batch-norm runs on running statistics calibrated to the synthetic batch, so an
+// inference pass gives the training forward's loss at the same weights (on the device too).
+TEST(NetSmoke, InferenceBatchNormIsCalibrated) {
+  for (const std::string backend : {"cpu", "onednn", "ocl"}) {
+    if (!backend_available(backend)) continue;
+    SCOPED_TRACE(backend);
+    Executor infer(Network::load("tiny_resnet"), options(backend, "first", false));
+    Executor train(Network::load("tiny_resnet"), options(backend, "first", true));
+    infer.step();
+    train.step();
+    EXPECT_NEAR(infer.loss(), train.loss(), 1e-4 * train.loss());
+  }
+}
+
 TEST(NetSmoke, CliReportsAndRejects) {
   CliResult ok = run_cli("net tiny_mlp --train --reps 2 --find-cache off --busbw 10");
   EXPECT_EQ(ok.status, 0) << ok.out;

@@ -350,6 +350,15 @@ struct Executor::Impl {
     for (const Tensor* t : {&s.w, &s.r, &s.b}) v.push_back(t);
     return v;
   }
+  // Inference batch-norm: its running statistics, set by calibrate() to the batch statistics of
+  // its input on the synthetic batch (as if trained on it), layer by layer.
+  struct Calibration {
+    size_t call;
+    const Tensor* x;
+    Tensor *mean, *var;
+  };
+  std::vector<Calibration> calib;
+  void calibrate();
   void plan();
   void plan_forward(size_t l);
   void plan_backward(size_t l);
@@ -414,6 +423,7 @@ void Executor::Impl::plan_forward(size_t l) {
       d.inference = !opt.train;
       auto* c1 =
           add<BnormTraits>(L.name, "fwd", d, Dir::fwd, {x, &s.scale, &s.shift, &s.rmean, &s.rvar});
+      if (!opt.train) calib.push_back({calls.size() - 1, x, &s.rmean, &s.rvar});
       s.act = c1->out[0];
       if (opt.train) s.mean = c1->out[1], s.var = c1->out[2];
       break;
@@ -621,6 +631,37 @@ void Executor::Impl::plan() {
   for (auto& c : calls) infos.push_back(c->info);
 }
 
+void Executor::Impl::calibrate() {
+  size_t next = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    for (; next < calib.size() && calib[next].call == i; ++next) {
+      const Calibration& c = calib[next];
+      Tensor& x = *const_cast<Tensor*>(c.x);
+      if (dev) dev->download(on_device(c.x), x);
+      const int64_t ch = c.mean->size(), hw = x.size() / (net.mb * ch);
+      for (int64_t k = 0; k < ch; ++k) {
+        double sum = 0, sq = 0;
+        for (int64_t n = 0; n < net.mb; ++n)
+          for (int64_t j = 0; j < hw; ++j) sum += x[(n * ch + k) * hw + j];
+        const double mean = sum / static_cast<double>(net.mb * hw);
+        for (int64_t n = 0; n < net.mb; ++n)
+          for (int64_t j = 0; j < hw; ++j) {
+            const double e = x[(n * ch + k) * hw + j] - mean;
+            sq += e * e;
+          }
+        (*c.mean)[k] = static_cast<float>(mean);
+        (*c.var)[k] = static_cast<float>(sq / static_cast<double>(net.mb * hw));
+      }
+      if (dev) {
+        dev->upload(*c.mean, on_device(c.mean));
+        dev->upload(*c.var, on_device(c.var));
+      }
+    }
+    calls[i]->run();
+  }
+  host_stale = dev != nullptr;
+}
+
 Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
   const std::vector<std::string> backends = {"cpu", "onednn", "ocl", "ref"};
   if (std::find(backends.begin(), backends.end(), opt.backend) == backends.end())
@@ -650,11 +691,13 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
     p_->infos.clear();
     p_->st.clear();
     p_->mirror.clear();
+    p_->calib.clear();
     p_->fallbacks = 0;
     p_->dev.reset();
     p_->residency = "host round trips: " + e.why;
     p_->plan();
   }
+  p_->calibrate();
   p_->cache.save();
 }
 

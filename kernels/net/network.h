@@ -21,7 +21,8 @@ namespace pb {
 //                                             features, a batch of N sequences of T steps
 //   conv   <conv descriptor> [bias]           + a per-channel bias when `bias` is given
 //   pool   <pool descriptor>
-//   bnorm  <bnorm descriptor>                 training statistics; inference uses running ones
+//   bnorm  <bnorm descriptor>                 training: batch statistics; inference: running
+//                                             ones, calibrated on the synthetic batch
 //   act    <act descriptor>                   relu / sigmoid / tanh
 //   fc     oc<N> [bias]                       fully connected over the flattened input (GEMM;
 //                                             per position in a sequence: an embedding, the
