@@ -1,6 +1,7 @@
 // `primbench net <network>`: plan and time one network (inference or a training step) on one
 // backend and algorithm policy; prints the per-layer breakdown, optionally saves it as JSON.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -49,10 +50,10 @@ int cmd_net(int argc, char** argv) {
   if (a.has("--busbw") && a.has("--allreduce-json"))
     throw InputError("--allreduce-json", "give --busbw or --allreduce-json, not both");
   // The projection's busbw per rank count: one figure for p = 2..16, or bench_allreduce's.
-  std::vector<std::pair<int, double>> per_p;
+  std::vector<Busbw> per_p;
   std::string source;
   if (busbw > 0) {
-    for (int p : {2, 4, 8, 16}) per_p.emplace_back(p, busbw);
+    for (int p : {2, 4, 8, 16}) per_p.push_back({p, busbw, "", 0});
     source = "--busbw " + a.get("--busbw", "");
   } else if (a.has("--allreduce-json")) {
     // Files, or folders of tools/allreduce's bench_allreduce_np<N>.json.
@@ -74,10 +75,11 @@ int cmd_net(int argc, char** argv) {
       throw InputError("--allreduce-json",
                        "no bench_allreduce JSON in '" + a.get("--allreduce-json", "") + "'");
     for (const std::string& f : files) {
-      for (const auto& pb : read_allreduce_busbw(f, 4.0 * net.params())) per_p.push_back(pb);
+      for (const Busbw& b : read_allreduce_busbw(f, 4.0 * net.params())) per_p.push_back(b);
       source += (source.empty() ? "" : ",") + f;
     }
-    std::sort(per_p.begin(), per_p.end());
+    std::sort(per_p.begin(), per_p.end(),
+              [](const Busbw& x, const Busbw& y) { return x.ranks < y.ranks; });
   }
   Executor ex(net, opt);
   NetResult r = measure_network(ex, opt, 1, a.get_int("--reps", 3, 1, 1000));
@@ -85,13 +87,19 @@ int cmd_net(int argc, char** argv) {
   std::vector<Projection> proj = project_data_parallel(r, per_p);
   if (!proj.empty()) {
     std::printf(
-        "data-parallel PROJECTION (not measured; ring all-reduce of %.1f MB of gradients at the "
-        "busbw from %s, no overlap):\n",
+        "data-parallel PROJECTION (not measured; step + all-reduce of %.1f MB of gradients, "
+        "2(p-1)/p x bytes / busbw, busbw from %s, no overlap):\n",
         gradient_bytes(r) / 1e6, source.c_str());
-    for (const Projection& p : proj)
+    for (const Projection& p : proj) {
+      const std::string run = p.busbw.impl.empty()
+                                  ? ""
+                                  : "  (" + p.busbw.impl + ", " +
+                                        std::to_string(std::lround(p.busbw.message_bytes / 1e6)) +
+                                        " MB messages)";
       std::printf(
-          "  p=%-3d busbw %7.2f GB/s  all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f\n",
-          p.ranks, p.busbw_gbs, p.allreduce_ms, p.step_ms, p.efficiency);
+          "  p=%-3d busbw %7.2f GB/s  all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f%s\n",
+          p.busbw.ranks, p.busbw.gbs, p.allreduce_ms, p.step_ms, p.efficiency, run.c_str());
+    }
   }
   if (a.has("--json")) write_file_atomic(a.get("--json", ""), to_json(r, proj, source) + "\n");
   return 0;

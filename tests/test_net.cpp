@@ -305,28 +305,38 @@ TEST(NetSmoke, CliReportsAndRejects) {
 }
 
 // A bench_allreduce JSON (Google Benchmark's format, trimmed): per rank count, the busbw of the
-// message size nearest the gradients' bytes; aggregates and failed runs are left out.
+// message size nearest the gradients' bytes and there the fastest implementation; aggregates and
+// failed runs are left out.
 TEST(NetSmoke, ProjectionReadsBusbwPerRankCount) {
-  auto run = [](int p, int64_t n, double busbw, const char* extra = "") {
-    return "{\"name\": \"allreduce/mpi/ring/x:y/ranks:" + std::to_string(p) +
+  auto run = [](int p, int64_t n, double busbw, const char* extra = "",
+                const char* impl = "mpi/ring") {
+    return "{\"name\": \"allreduce/" + std::string(impl) + "/x:y/ranks:" + std::to_string(p) +
            "\", \"run_type\": \"iteration\", " + extra + "\"busbw\": " + std::to_string(busbw) +
            ", \"ranks\": " + std::to_string(p) + ".0, \"label\": \"n" + std::to_string(n) +
            "n\\\"z\\\"\"}";
   };
   const std::string body = "{\"context\": {}, \"benchmarks\": [" + run(2, 1000, 1e9) + "," +
                            run(2, 1000000, 3e9) + "," + run(4, 1000000, 2e9) + "," +
-                           run(4, 1000000, 4e9) + "," +
+                           run(4, 1000000, 4e9) + "," + run(4, 1000000, 2.5e9, "", "mpi/native") +
+                           "," + run(4, 1000, 7e9, "", "mpi/native") + "," +
                            run(4, 1000000, 9e9, "\"run_type\": \"aggregate\", ") + "," +
                            run(8, 1000000, 5e9, "\"error_occurred\": true, ") + "]}";
   const std::string file = temp_net(body);
   // 4 MB of gradients: the n = 1e6 (4 MB) runs, not n = 1000.
-  std::vector<std::pair<int, double>> v = read_allreduce_busbw(file, 4e6);
+  std::vector<Busbw> v = read_allreduce_busbw(file, 4e6);
   ASSERT_EQ(v.size(), 2u);
-  EXPECT_EQ(v[0].first, 2);
-  EXPECT_NEAR(v[0].second, 3.0, 1e-9);
-  EXPECT_EQ(v[1].first, 4);
-  EXPECT_NEAR(v[1].second, 3.0, 1e-9);  // the mean of 2 and 4, the aggregate left out
-  EXPECT_NEAR(read_allreduce_busbw(file, 4e3)[0].second, 1.0, 1e-9);
+  EXPECT_EQ(v[0].ranks, 2);
+  EXPECT_NEAR(v[0].gbs, 3.0, 1e-9);
+  EXPECT_EQ(v[0].impl, "mpi/ring");
+  EXPECT_EQ(v[0].message_bytes, 4e6);
+  EXPECT_EQ(v[1].ranks, 4);
+  // mpi/ring's mean of 2 and 4 (the aggregate left out) beats mpi/native's 2.5 at 4 MB;
+  // native's 7 GB/s at 4 KB is not the nearest size.
+  EXPECT_NEAR(v[1].gbs, 3.0, 1e-9);
+  EXPECT_EQ(v[1].impl, "mpi/ring");
+  EXPECT_NEAR(read_allreduce_busbw(file, 4e3)[0].gbs, 1.0, 1e-9);
+  EXPECT_NEAR(read_allreduce_busbw(file, 4e3)[1].gbs, 7.0, 1e-9);
+  EXPECT_EQ(read_allreduce_busbw(file, 4e3)[1].impl, "mpi/native");
   NetResult r;
   r.step_ms = 10;
   r.layers.push_back({});
@@ -334,6 +344,7 @@ TEST(NetSmoke, ProjectionReadsBusbwPerRankCount) {
   std::vector<Projection> proj = project_data_parallel(r, v);
   ASSERT_EQ(proj.size(), 2u);
   EXPECT_NEAR(proj[1].allreduce_ms, 1.5, 1e-9);
+  EXPECT_EQ(proj[1].busbw.impl, "mpi/ring");
   EXPECT_NEAR(proj[1].efficiency, 10 / 11.5, 1e-9);
 }
 

@@ -68,14 +68,14 @@ double gradient_bytes(const NetResult& r) {
   return bytes;
 }
 
-std::vector<Projection> project_data_parallel(const NetResult& r,
-                                              const std::vector<std::pair<int, double>>& busbw) {
+std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw) {
   const double bytes = gradient_bytes(r);
   std::vector<Projection> v;
-  for (const auto& [p, gbs] : busbw) {
+  for (const Busbw& b : busbw) {
     Projection pr;
-    pr.ranks = p, pr.busbw_gbs = gbs;
-    pr.allreduce_ms = gbs > 0 && p > 1 ? 2.0 * (p - 1) / p * bytes / (gbs * 1e9) * 1e3 : 0;
+    pr.busbw = b;
+    const int p = b.ranks;
+    pr.allreduce_ms = b.gbs > 0 && p > 1 ? 2.0 * (p - 1) / p * bytes / (b.gbs * 1e9) * 1e3 : 0;
     pr.step_ms = r.step_ms + pr.allreduce_ms;
     pr.efficiency = r.step_ms / pr.step_ms;
     v.push_back(pr);
@@ -83,42 +83,48 @@ std::vector<Projection> project_data_parallel(const NetResult& r,
   return v;
 }
 
-std::vector<std::pair<int, double>> read_allreduce_busbw(const std::string& file, double bytes) {
+std::vector<Busbw> read_allreduce_busbw(const std::string& file, double bytes) {
   std::ifstream f(file);
   if (!f) throw InputError("--allreduce-json", "cannot read '" + file + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
   // Google Benchmark's JSON, one benchmark object per "name"; our counters and label in each.
+  // Names are allreduce/<impl>/<set>:<shape>/..., the implementation two segments.
   const std::regex busbw_re("\"busbw\":\\s*([0-9.eE+-]+)"), ranks_re("\"ranks\":\\s*([0-9.eE+-]+)"),
-      size_re("\"label\":\\s*\"n([0-9]+)");
+      size_re("\"label\":\\s*\"n([0-9]+)"), impl_re("^\"name\":\\s*\"allreduce/([^/\"]+/[^/\"]+)/");
   struct Acc {
     double n = 0, sum = 0;
   };
-  std::map<int, std::map<double, Acc>> runs;  // ranks -> message bytes -> busbw
+  // ranks -> message bytes -> implementation -> busbw
+  std::map<int, std::map<double, std::map<std::string, Acc>>> runs;
   size_t pos = text.find("\"name\":");
   while (pos != std::string::npos) {
     const size_t next = text.find("\"name\":", pos + 1);
     const std::string obj = text.substr(pos, next == std::string::npos ? next : next - pos);
     pos = next;
-    std::smatch bw, rk, sz;
+    std::smatch bw, rk, sz, im;
     if (obj.find("\"run_type\": \"aggregate\"") != std::string::npos ||
         obj.find("\"error_occurred\": true") != std::string::npos ||
         !std::regex_search(obj, bw, busbw_re) || !std::regex_search(obj, rk, ranks_re) ||
-        !std::regex_search(obj, sz, size_re))
+        !std::regex_search(obj, sz, size_re) || !std::regex_search(obj, im, impl_re))
       continue;
-    Acc& a = runs[static_cast<int>(std::stod(rk[1]))][4.0 * std::stod(sz[1])];
+    Acc& a = runs[static_cast<int>(std::stod(rk[1]))][4.0 * std::stod(sz[1])][im[1]];
     a.n += 1, a.sum += std::stod(bw[1]) / 1e9;
   }
   if (runs.empty())
     throw InputError("--allreduce-json", "'" + file + "' holds no bench_allreduce busbw results");
-  std::vector<std::pair<int, double>> v;
+  std::vector<Busbw> v;
   for (const auto& [p, sizes] : runs) {
-    auto best = sizes.begin();
+    auto near = sizes.begin();
     for (auto it = sizes.begin(); it != sizes.end(); ++it)
-      if (std::fabs(std::log(it->first / bytes)) < std::fabs(std::log(best->first / bytes)))
-        best = it;
-    v.emplace_back(p, best->second.sum / best->second.n);
+      if (std::fabs(std::log(it->first / bytes)) < std::fabs(std::log(near->first / bytes)))
+        near = it;
+    Busbw b;
+    b.ranks = p, b.message_bytes = near->first;
+    for (const auto& [impl, acc] : near->second)
+      if (acc.sum / acc.n > b.gbs) b.gbs = acc.sum / acc.n, b.impl = impl;
+    v.push_back(b);
   }
   return v;
 }
@@ -172,13 +178,17 @@ std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
   }
   s += "],\"data_parallel_projection\":{\"note\":" +
        json_str(
-           "a projection, not a measurement: step + ring all-reduce of all gradients at "
-           "the busbw measured for p ranks, no overlap") +
+           "a projection, not a measurement: step + all-reduce of all gradients, "
+           "2(p-1)/p x bytes / busbw for p ranks (the fastest measured implementation when read "
+           "from bench_allreduce), no overlap") +
        ",\"busbw_from\":" + json_str(busbw_source) + ",\"ranks\":[";
   first = true;
   for (const Projection& p : proj) {
-    s += std::string(first ? "" : ",") + "{\"p\":" + json_num(p.ranks) +
-         ",\"busbw_GBs\":" + json_num(p.busbw_gbs) +
+    s += std::string(first ? "" : ",") + "{\"p\":" + json_num(p.busbw.ranks) +
+         ",\"busbw_GBs\":" + json_num(p.busbw.gbs) +
+         (p.busbw.impl.empty() ? std::string()
+                               : ",\"allreduce_impl\":" + json_str(p.busbw.impl) +
+                                     ",\"message_bytes\":" + json_num(p.busbw.message_bytes)) +
          ",\"allreduce_ms\":" + json_num(p.allreduce_ms) + ",\"step_ms\":" + json_num(p.step_ms) +
          ",\"efficiency\":" + json_num(p.efficiency) + "}";
     first = false;

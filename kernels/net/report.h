@@ -37,18 +37,26 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
 // Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
 // every gradient (ring: 2(p-1)/p * bytes / busbw, with busbw in GB/s as bench_allreduce reports
 // it), with no overlap of communication and backward (an upper bound).
-struct Projection {
+// The busbw (GB/s) to project with for `ranks` ranks: a figure the user gave, or one measured by
+// bench_allreduce (then `impl` and `message_bytes` say which run it is).
+struct Busbw {
   int ranks = 0;
-  double busbw_gbs = 0, allreduce_ms = 0, step_ms = 0, efficiency = 0;
+  double gbs = 0;
+  std::string impl;
+  double message_bytes = 0;
 };
-// One projection per (ranks, busbw GB/s).
-std::vector<Projection> project_data_parallel(const NetResult& r,
-                                              const std::vector<std::pair<int, double>>& busbw);
+struct Projection {
+  Busbw busbw;
+  double allreduce_ms = 0, step_ms = 0, efficiency = 0;
+};
+// One projection per entry of `busbw`.
+std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw);
 double gradient_bytes(const NetResult& r);
-// bench_allreduce's JSON (--benchmark_out): for each rank count in it, the busbw (GB/s) measured
-// on the message size nearest `bytes` (mean over its runs). Throws InputError("--allreduce-json")
-// when the file cannot be read or holds no busbw results.
-std::vector<std::pair<int, double>> read_allreduce_busbw(const std::string& file, double bytes);
+// bench_allreduce's JSON (--benchmark_out): for each rank count in it, the message size nearest
+// `bytes`, and there the fastest implementation's busbw (mean over its repetitions; aggregates and
+// failed runs left out). Throws InputError("--allreduce-json") when the file cannot be read or
+// holds no busbw results.
+std::vector<Busbw> read_allreduce_busbw(const std::string& file, double bytes);
 
 std::string table(const NetResult& r);  // the per-layer breakdown, text
 // `busbw_source`: where the projection's busbw came from (a file, or "--busbw").
