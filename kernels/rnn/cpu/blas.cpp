@@ -59,27 +59,20 @@ class RnnCpuBlas : public RnnImpl {
     const int64_t T = d.t, N = d.n, H = d.h, I = d.i, GH = d.gh();
     size_t k = 0;
     x_ = in[k++];
-    const Tensor* h0 = in[k++];
-    const Tensor* c0 = d.has_c() ? in[k++] : nullptr;
+    h0_ = in[k++];
+    c0_ = d.has_c() ? in[k++] : nullptr;
     w_ = in[k++];
     r_ = in[k++];
     b_ = in[k++];
     dy_ = dir == Dir::bwd ? in[k] : nullptr;
     // GEMM-friendly layouts: W^T (I x GH) and R^T (H x GH) make both products NN with the
     // gates contiguous per sample (the backward uses R as given).
-    double t0 = now_seconds();
     wt_.assign(I * GH, 0);
     rt_.assign(H * GH, 0);
-    transpose(w_->data(), GH, I, wt_.data());
-    transpose(r_->data(), GH, H, rt_.data());
-    convert_ms_ = 1e3 * (now_seconds() - t0);
     xp_.assign(T * N * GH, 0);
     hs_.assign((T + 1) * N * H, 0);
-    std::copy(h0->data(), h0->data() + N * H, hs_.begin());
-    if (c0) {
-      cs_.assign((T + 1) * N * H, 0);
-      std::copy(c0->data(), c0->data() + N * H, cs_.begin());
-    }
+    if (c0_) cs_.assign((T + 1) * N * H, 0);
+    load_inputs();
     if (d.cell == Cell::gru) hr_.assign(N * GH, 0), rh_.assign(T * N * H, 0);
     // The pointwise overhead: the per-step sgemms alone vs the whole recurrent part, timed
     // alternately 3 times each (best of 3) so that both see the same machine load.
@@ -114,6 +107,14 @@ class RnnCpuBlas : public RnnImpl {
   }
 
   void run() override { dir_ == Dir::fwd ? forward() : backward(); }
+
+  // A network step: new x, h0, c0 and weights (read in place): transpose the weights again and,
+  // for the backward, recompute the forward activations it differentiates.
+  bool refresh() override {
+    load_inputs();
+    if (dir_ == Dir::bwd) forward();
+    return true;
+  }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
@@ -154,6 +155,17 @@ class RnnCpuBlas : public RnnImpl {
   }
 
  private:
+  // What prepare() derives from the inputs' contents: W^T, R^T and the initial states.
+  void load_inputs() {
+    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+    double t0 = now_seconds();
+    transpose(w_->data(), GH, d_.i, wt_.data());
+    transpose(r_->data(), GH, H, rt_.data());
+    convert_ms_ = 1e3 * (now_seconds() - t0);
+    std::copy(h0_->data(), h0_->data() + N * H, hs_.begin());
+    if (c0_) std::copy(c0_->data(), c0_->data() + N * H, cs_.begin());
+  }
+
   // LSTM/RNN: xp_t += h_{t-1} R^T in place; GRU: hr = h_{t-1} R^T (kept apart for the reset).
   void step_gemm_fwd(int64_t t) {
     const int64_t N = d_.n, H = d_.h, GH = d_.gh();
@@ -272,7 +284,8 @@ class RnnCpuBlas : public RnnImpl {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
-  const Tensor *x_ = nullptr, *w_ = nullptr, *r_ = nullptr, *b_ = nullptr, *dy_ = nullptr;
+  const Tensor *x_ = nullptr, *h0_ = nullptr, *c0_ = nullptr, *w_ = nullptr, *r_ = nullptr,
+               *b_ = nullptr, *dy_ = nullptr;
   std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;
   std::vector<float> dh_[2];
   int last_ = 0, runs_ = 0;
