@@ -41,11 +41,14 @@ __kernel void softmax_fwd(const int IC, const int HW, const int mode,
   const size_t base = (size_t)n * IC * HW + i;
   float m = -INFINITY;
   for (int c = 0; c < IC; ++c) m = fmax(m, x[base + (size_t)c * HW]);
-  float s = 0.0f;
+  // Compensated (Kahan) sum: 1e4 similar fp32 terms summed in order drift by ~6e-6.
+  float s = 0.0f, comp = 0.0f;
   for (int c = 0; c < IC; ++c) {
     const float e = exp(x[base + (size_t)c * HW] - m);
     y[base + (size_t)c * HW] = e;
-    s += e;
+    const float t = e - comp, u = s + t;
+    comp = (u - s) - t;
+    s = u;
   }
   const float r = 1.0f / s;
   for (int c = 0; c < IC; ++c) y[base + (size_t)c * HW] *= r;
