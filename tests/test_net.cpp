@@ -2,6 +2,7 @@
 // layer and field named); each backend's forward output and training gradients equal the
 // reference composition on a tiny ResNet; finite differences on a tiny MLP; SGD lowers the loss.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -28,7 +29,9 @@ namespace {
 
 std::string temp_net(const std::string& body) {
   static int n = 0;
-  const std::string path = testing::TempDir() + "pb_net_" + std::to_string(n++) + ".txt";
+  // The pid too: ctest -j runs the tests of this file as parallel processes.
+  const std::string path = testing::TempDir() + "pb_net_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(n++) + ".txt";
   std::ofstream(path) << body;
   return path;
 }
