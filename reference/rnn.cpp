@@ -19,6 +19,20 @@ double dot(const double* a, const double* b, int64_t n) {
   return s;
 }
 
+// out (rows x cols) += g (rows x k) * m (k x cols), row-major.
+void add_product(const double* g, const double* m, int64_t rows, int64_t k, int64_t cols,
+                 double* out) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = g[n * k + j];
+      const double* mj = m + j * cols;
+      double* o = out + n * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) o[c] += v * mj[c];
+    }
+}
+
 std::vector<double> to64(const Tensor& t) {
   return std::vector<double>(t.data(), t.data() + t.size());
 }
@@ -151,16 +165,8 @@ RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p) {
           dh_prev[s] = 0;
         }
       }
-      // Through R to h_{t-1}; weight and bias gradients.
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < GH; ++k) {
-        const double v = dgr[n * GH + k];
-        const double* rk = &p.r[k * H];
-        double* o = &dh_prev[n * H];
-#pragma omp simd
-        for (int64_t j = 0; j < H; ++j) o[j] += v * rk[j];
-      }
+    // Through R to h_{t-1}; weight and bias gradients.
+    add_product(dgr.data(), p.r.data(), N, GH, H, dh_prev.data());
 #pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < GH; ++k)
       for (int64_t n = 0; n < N; ++n) {
@@ -179,15 +185,7 @@ RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p) {
     // Through W to x_t: every gate's pre-activation holds W x_t once (GRU's o too, outside
     // the reset), so the W-side gradients dgw multiply W.
     double* dx = &g.dx[t * N * I];
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t k = 0; k < GH; ++k) {
-        const double v = dgw[n * GH + k];
-        const double* wk = &p.w[k * I];
-        double* o = &dx[n * I];
-#pragma omp simd
-        for (int64_t q = 0; q < I; ++q) o[q] += v * wk[q];
-      }
+    add_product(dgw.data(), p.w.data(), N, GH, I, dx);
     dh_next.swap(dh_prev);
   }
   g.dh0 = dh_next;
