@@ -5,6 +5,7 @@
 #include <CL/cl.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -154,6 +155,11 @@ class Kernel {
 
 // clFinish(queue()).
 void finish();
+
+// x rounded up to a multiple of `to` (a work size to a work-group size), as a work size.
+inline size_t round_up(int64_t x, int64_t to) {
+  return static_cast<size_t>((x + to - 1) / to * to);
+}
 
 // Host<->device transfers so far (every Buffer upload and download, this process): what a
 // network step with all layers on the device must not add to.

@@ -85,7 +85,7 @@ class ConvOclDirect : public OclConv {
     if (parts > 1) part_ = workspace(static_cast<size_t>(parts * wsize) * sizeof(float));
     b_.vw = DirectParams::pick_vw(d.ow);
     // Copies with whole-vector rows: src split by column phase, diff_dst padded to owp.
-    const int64_t owp = ocl_round_up(d.ow, b_.vw), wq = owp + (d.kw - 1) * (d.dw + 1) / d.sw;
+    const int64_t owp = ocl::round_up(d.ow, b_.vw), wq = owp + (d.kw - 1) * (d.dw + 1) / d.sw;
     xs_ = workspace(static_cast<size_t>(d.mb * d.ic * d.ih * d.sw * wq) * sizeof(float));
     ddp_ = workspace(static_cast<size_t>(d.mb * d.oc * d.oh * owp) * sizeof(float));
     cl_program prog = program("conv/direct_bwd.cl", b_.options());
@@ -108,7 +108,7 @@ class ConvOclDirect : public OclConv {
 
   void prepare_fwd() override {
     const ConvDesc& d = d_;
-    const int64_t ocgp = ocl_round_up(d.ocg(), p_.ocb), kk = d.kh * d.kw, ksz = d.icg() * kk;
+    const int64_t ocgp = ocl::round_up(d.ocg(), p_.ocb), kk = d.kh * d.kw, ksz = d.icg() * kk;
     // Weights padded to ocgp channels per group with zeros.
     wei_ = ocl::Buffer(static_cast<size_t>(d.g * ocgp * ksz) * sizeof(float));
     FilterMap m = copy_map(1);

@@ -6,10 +6,10 @@
 // embedding [[Wr, -Wi], [Wi, Wr]] [Xr; Xi] (M = 2 ocg, K = 2 icg), see use_gauss().
 // Own radix-2 kernels, not clFFT: no new dependency, clFFT is untested on PoCL, and fusing the
 // tile gather/crop and the GEMM layout into the transforms saves two passes over the data.
-// The filters' spectra are a filter map on the device, a direct DFT of the taps with fp64
-// coefficients and accumulation where the device has it (conjugated: the convolution is a
-// cross-correlation; scaled by 1 / (NH NW) for the unnormalised inverse). Dilation only spreads
-// the filter's taps within the FFT size, so it costs nothing extra.
+// The filters' spectra are a filter map on the device, a direct DFT of the taps (coefficients
+// computed in fp64, stored in fp32; accumulation in fp64 where the device has it) (conjugated: the
+// convolution is a cross-correlation; scaled by 1 / (NH NW) for the unnormalised inverse). Dilation
+// only spreads the filter's taps within the FFT size, so it costs nothing extra.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -83,7 +83,7 @@ FftGeometry choose_geometry(const ConvDesc& d) {
       g.nh = nh, g.nw = nw, g.th = nh - kh + 1, g.tw = nw - kw + 1;
       g.tiles_h = (d.oh + g.th - 1) / g.th, g.tiles_w = (d.ow + g.tw - 1) / g.tw;
       const double n = double(nh) * nw;
-      const double tiles = double(ocl_round_up(d.mb * g.tiles_h * g.tiles_w, 64));
+      const double tiles = double(ocl::round_up(d.mb * g.tiles_h * g.tiles_w, 64));
       const double mac = 8.0 * g.freqs() * d.icg() * d.ocg();
       const double fft = kFftWeight * 2.5 * n * std::log2(n) * (d.icg() + d.ocg());
       const double cost = d.g * tiles * (mac + fft);

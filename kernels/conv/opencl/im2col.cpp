@@ -108,7 +108,7 @@ class ConvOclIm2col : public OclConv {
     int64_t nb = (d.mb + chunks0 - 1) / chunks0;  // images per chunk, evenly spread
     const TiledParams tp = TiledParams::from_env();
     const int64_t groups =
-        ocl_round_up(K, tp.tsm) / tp.tsm * (ocl_round_up(ocg, tp.tsn) / tp.tsn) * d.g;
+        ocl::round_up(K, tp.tsm) / tp.tsm * (ocl::round_up(ocg, tp.tsn) / tp.tsn) * d.g;
     const int64_t chunks = (d.mb + nb - 1) / nb;
     int64_t slots = std::clamp<int64_t>((kMinGroups + groups - 1) / groups, 1, chunks);
     const bool gather = nb > 1;

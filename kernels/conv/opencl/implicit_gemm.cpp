@@ -41,8 +41,8 @@ class ConvOclImplicitGemm : public OclConv {
     ktab_.upload(tab.data(), ktab_.bytes());
     cl_program prog = program("conv/implicit_gemm.cl", p_.options());
     const int64_t P = d.oh * d.ow;
-    size_t global[3] = {ocl_round_up(P, p_.tsm) / p_.tsm * p_.rtsm(),
-                        ocl_round_up(d.ocg(), p_.tsn) / p_.tsn * p_.rtsn(),
+    size_t global[3] = {ocl::round_up(P, p_.tsm) / p_.tsm * p_.rtsm(),
+                        ocl::round_up(d.ocg(), p_.tsn) / p_.tsn * p_.rtsn(),
                         static_cast<size_t>(d.mb * d.g)};
     size_t local[3] = {static_cast<size_t>(p_.rtsm()), static_cast<size_t>(p_.rtsn()), 1};
     auto i = [](int64_t v) { return static_cast<cl_int>(v); };

@@ -9,10 +9,6 @@
 
 namespace pb {
 
-size_t ocl_round_up(int64_t x, int64_t to) {
-  return static_cast<size_t>((x + to - 1) / to * to);
-}
-
 Support OclConv::supports(const ConvDesc& d, Dir dir) const {
   const double lim = std::numeric_limits<int>::max();
   if (static_cast<double>(d.src_size()) > lim || static_cast<double>(d.dst_size()) > lim ||
@@ -94,7 +90,7 @@ ocl::Kernel& OclConv::add_step(cl_program prog, const char* kernel, cl_uint dims
   s->dims = dims;
   for (cl_uint i = 0; i < dims; ++i) {
     s->local[i] = local[i];
-    s->global[i] = ocl_round_up(static_cast<int64_t>(global[i]), static_cast<int64_t>(local[i]));
+    s->global[i] = ocl::round_up(static_cast<int64_t>(global[i]), static_cast<int64_t>(local[i]));
   }
   steps_.push_back(std::move(s));
   return steps_.back()->kernel;
@@ -108,8 +104,8 @@ ocl::Buffer OclConv::workspace(size_t bytes) {
 void OclConv::add_gemm(const GemmArgs& g) {
   const TiledParams& p = gemm_params_;
   cl_program prog = program("gemm/tiled.cl", p.options(false, false));
-  size_t global[3] = {ocl_round_up(g.m, p.tsm) / p.tsm * p.rtsm(),
-                      ocl_round_up(g.n, p.tsn) / p.tsn * p.rtsn(), static_cast<size_t>(g.batch)};
+  size_t global[3] = {ocl::round_up(g.m, p.tsm) / p.tsm * p.rtsm(),
+                      ocl::round_up(g.n, p.tsn) / p.tsn * p.rtsn(), static_cast<size_t>(g.batch)};
   size_t local[3] = {static_cast<size_t>(p.rtsm()), static_cast<size_t>(p.rtsn()), 1};
   ocl::Kernel& k = add_step(prog, "gemm_tiled_batched", 3, global, local);
   auto i = [](int64_t v) { return static_cast<cl_int>(v); };
@@ -155,18 +151,16 @@ void OclConv::add_filter_map(const FilterMap& m, ocl::Buffer& out) {
       static_cast<int64_t>(m.aoff.size()) != m.a || static_cast<int64_t>(m.ooff.size()) != ocg ||
       static_cast<int64_t>(m.coff.size()) != icg)
     throw RuntimeError(name() + ": filter map tables do not match the weights");
-  auto table = [this](const auto& v) {
-    std::vector<cl_long> t(v.begin(), v.end());
+  // A read-only device copy of v's elements, converted to the type of `as`, kept in map_tables_.
+  auto keep = [this](const auto& v, auto as) {
+    std::vector<decltype(as)> t(v.begin(), v.end());
     ocl::Buffer b(t.size() * sizeof(t[0]), CL_MEM_READ_ONLY);
     b.upload(t.data(), b.bytes());
     map_tables_.push_back(std::move(b));
     return map_tables_.back().get();
   };
-  ocl::Buffer coef(m.coef.size() * sizeof(float), CL_MEM_READ_ONLY);
-  coef.upload(m.coef.data(), coef.bytes());
-  map_tables_.push_back(std::move(coef));
-  cl_mem coef_mem = map_tables_.back().get();
-  cl_mem aoff = table(m.aoff), ooff = table(m.ooff), coff = table(m.coff);
+  cl_mem coef_mem = keep(m.coef, cl_float{}), aoff = keep(m.aoff, cl_long{}),
+         ooff = keep(m.ooff, cl_long{}), coff = keep(m.coff, cl_long{});
   out.zero();  // once: the positions no filter writes stay zero
   cl_program prog = program("conv/filter_map.cl", "");
   size_t global[2] = {static_cast<size_t>(ocg * icg), static_cast<size_t>(d_.g)};

@@ -16,8 +16,6 @@
 
 namespace pb {
 
-size_t ocl_round_up(int64_t x, int64_t to);
-
 class OclConv : public DirConv {
  public:
   // 32-bit sizes, then DirConv's check by direction.

@@ -16,10 +16,6 @@
 namespace pb {
 namespace {
 
-size_t round_up(int64_t x, int64_t to) {
-  return static_cast<size_t>((x + to - 1) / to * to);
-}
-
 class GemmOclTiled : public DeviceGemm {
  public:
   std::string name() const override { return "ocl/tiled"; }
@@ -56,8 +52,8 @@ class GemmOclTiled : public DeviceGemm {
       transpose_ = ocl::Kernel(prog, "transpose");
       transpose_.set_args(static_cast<int>(d.k), static_cast<int>(d.m), a_, static_cast<int>(d.lda),
                           at_, static_cast<int>(d.m));
-      tglobal_[0] = round_up(d.k, TiledParams::kXT);
-      tglobal_[1] = round_up(d.m, TiledParams::kXT);
+      tglobal_[0] = ocl::round_up(d.k, TiledParams::kXT);
+      tglobal_[1] = ocl::round_up(d.m, TiledParams::kXT);
       size_t tlocal[2] = {TiledParams::kXT, TiledParams::kXT};
       transpose_.enqueue(2, tlocal, tlocal);  // first-enqueue compile, outside run()
       ocl::finish();
@@ -66,8 +62,8 @@ class GemmOclTiled : public DeviceGemm {
     set_args(static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k), a,
              static_cast<int>(pretrans_ ? d.m : d.lda), b_, static_cast<int>(d.ldb), c_,
              static_cast<int>(d.ldc));
-    global_[0] = round_up(d.m, p_.tsm) / p_.tsm * p_.rtsm();
-    global_[1] = round_up(d.n, p_.tsn) / p_.tsn * p_.rtsn();
+    global_[0] = ocl::round_up(d.m, p_.tsm) / p_.tsm * p_.rtsm();
+    global_[1] = ocl::round_up(d.n, p_.tsn) / p_.tsn * p_.rtsn();
     local_[0] = p_.rtsm();
     local_[1] = p_.rtsn();
   }

@@ -16,10 +16,6 @@ cl_int to_int(int64_t v, const char* what) {
   return static_cast<cl_int>(v);
 }
 
-size_t round_up(int64_t x, size_t to) {
-  return (static_cast<size_t>(x) + to - 1) / to * to;
-}
-
 class OclDeviceOps : public DeviceOps {
  public:
   OclDeviceOps() {
@@ -50,7 +46,7 @@ class OclDeviceOps : public DeviceOps {
   void bias_grad(const void* g, void* db, int64_t mb, int64_t c, int64_t hw) override {
     bias_grad_.set_args(mem(g), mem(db), to_int(mb, "batch"), to_int(c, "channels"),
                         to_int(hw, "plane"));
-    size_t global[1] = {round_up(c, kBiasWg)}, local[1] = {kBiasWg};
+    size_t global[1] = {ocl::round_up(c, kBiasWg)}, local[1] = {kBiasWg};
     bias_grad_.enqueue(1, global, local);
   }
   void add(const void* a, const void* b, void* out, int64_t n) override {

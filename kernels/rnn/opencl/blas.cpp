@@ -20,9 +20,6 @@ std::string gemm_options(bool tb) {
   return "-cl-mad-enable -DTSM=64 -DTSN=64 -DTSK=128 -DWPTM=32 -DWPTN=8 -DVW=16 -DTA=0 -DTB=" +
          std::to_string(tb ? 1 : 0) + " -DXT=32";
 }
-size_t round_up(int64_t x, int64_t to) {
-  return static_cast<size_t>((x + to - 1) / to * to);
-}
 
 // One column-major C (m x n) = A (m x k) op(B) + beta C launch of gemm_tiled, arguments fixed.
 struct Gemm {
@@ -32,8 +29,8 @@ struct Gemm {
            int ldb, float beta, const ocl::Buffer& c, int ldc) {
     k = ocl::Kernel(p, "gemm_tiled");
     k.set_args(m, n, kk, 1.0f, beta, a, lda, b, ldb, c, ldc);
-    global[0] = round_up(m, kTsm) / kTsm * local[0];
-    global[1] = round_up(n, kTsn) / kTsn * local[1];
+    global[0] = ocl::round_up(m, kTsm) / kTsm * local[0];
+    global[1] = ocl::round_up(n, kTsn) / kTsn * local[1];
   }
   void enqueue(ocl::Event* ev = nullptr) const { k.enqueue(2, global, local, ev); }
 };
@@ -94,9 +91,9 @@ class RnnOclBlas : public RnnImpl {
     proj_.set(nn, GH, T * N, I, wt_, GH, x_, I, 0.0f, xp_, GH);
     for (int p = 0; p < 2; ++p) step_[p].set(nn, GH, N, H, rt_, GH, ping_[p], H, 0.0f, hr_, GH);
     pw_fwd_ = ocl::Kernel(pw, "rnn_fwd");
-    local_[0] = std::min<size_t>(64, round_up(H, 8));
+    local_[0] = std::min<size_t>(64, ocl::round_up(H, 8));
     local_[1] = 1;
-    global_[0] = round_up(H, local_[0]);
+    global_[0] = ocl::round_up(H, local_[0]);
     global_[1] = N;
 
     if (dir == Dir::bwd) {
@@ -107,7 +104,6 @@ class RnnOclBlas : public RnnImpl {
       gr_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * N * GH : 1));
       gcur_ = ocl::Buffer(4ull * N * GH);
       dc_ = ocl::Buffer(4ull * NH);
-      zero_ = upload(std::vector<float>(NH, 0.0f).data(), NH);
       dw_ = ocl::Buffer(4ull * GH * I), dr_ = ocl::Buffer(4ull * GH * H);
       dx_ = ocl::Buffer(4ull * T * N * I);
       db_ = ocl::Buffer(4ull * d.bias_gates() * H);
@@ -207,17 +203,11 @@ class RnnOclBlas : public RnnImpl {
   }
 
  private:
-  static ocl::Buffer upload(const float* p, int64_t n) {
-    ocl::Buffer b(4ull * std::max<int64_t>(n, 1));
-    b.upload(p, 4ull * n);
-    return b;
-  }
-
   // Enqueues W^T, R^T and the initial state (h0, c0 at the start of hs_, cs_).
   void load() {
     size_t local[2] = {kXt, kXt};
-    size_t gw[2] = {round_up(d_.i, kXt), round_up(d_.gh(), kXt)};
-    size_t gr[2] = {round_up(d_.h, kXt), round_up(d_.gh(), kXt)};
+    size_t gw[2] = {ocl::round_up(d_.i, kXt), ocl::round_up(d_.gh(), kXt)};
+    size_t gr[2] = {ocl::round_up(d_.h, kXt), ocl::round_up(d_.gh(), kXt)};
     tw_.enqueue(2, gw, local);
     tr_.enqueue(2, gr, local);
     const size_t nh = 4ull * d_.n * d_.h;
@@ -244,8 +234,8 @@ class RnnOclBlas : public RnnImpl {
     const int T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), NH = N * H;
     auto next = [&]() -> ocl::Event* { return ev ? &ev->emplace_back() : nullptr; };
     if (ev) ev->reserve(5 + 2 * T);
-    ping_[0].copy_from(zero_, 4ull * NH);  // enqueued: no host wait
-    dc_.copy_from(zero_, 4ull * NH);
+    ping_[0].zero();  // enqueued: no host wait
+    dc_.zero();
     int cur = 0;
     for (int t = T - 1; t >= 0; --t) {
       pw_bwd_.set_args(N, H, xp_, t * N * GH, dy_, t * NH, ping_[cur], hs_, cs_, t * NH, dc_, rh_,
@@ -258,10 +248,10 @@ class RnnOclBlas : public RnnImpl {
     dr_gemm_.enqueue(next());
     dw_gemm_.enqueue(next());
     dx_gemm_.enqueue(next());
-    size_t l = 64, g = round_up(GH, 64);
+    size_t l = 64, g = ocl::round_up(GH, 64);
     sums_.enqueue(1, &g, &l, next());
     if (d_.cell == Cell::gru) {
-      size_t g2 = round_up(H, 64);
+      size_t g2 = ocl::round_up(H, 64);
       sums2_.enqueue(1, &g2, &l, next());
       if (inputs_.any_bound()) db_.copy_from(db_ro_, 4ull * H, 0, 4ull * GH);  // db as one buffer
     }
@@ -295,7 +285,6 @@ class RnnOclBlas : public RnnImpl {
   ocl::Inputs inputs_;
   ocl::Kernel tw_, tr_;
   ocl::Buffer ping_[2];
-  ocl::Buffer zero_;
   Gemm proj_, step_[2], back_[2], dr_gemm_, dw_gemm_, dx_gemm_;
   ocl::Kernel pw_fwd_, pw_bwd_, sums_, sums2_;
   size_t global_[2] = {1, 1}, local_[2] = {1, 1};
