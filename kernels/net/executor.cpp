@@ -26,6 +26,7 @@
 #include "kernels/pool/pool.h"
 #include "kernels/pool/traits.h"
 #include "kernels/rnn/traits.h"
+#include "reference/bnorm.h"
 
 namespace pb {
 
@@ -354,6 +355,7 @@ struct Executor::Impl {
   // its input on the synthetic batch (as if trained on it), layer by layer.
   struct Calibration {
     size_t call;
+    BnormDesc d;
     const Tensor* x;
     Tensor *mean, *var;
   };
@@ -423,7 +425,7 @@ void Executor::Impl::plan_forward(size_t l) {
       d.inference = !opt.train;
       auto* c1 =
           add<BnormTraits>(L.name, "fwd", d, Dir::fwd, {x, &s.scale, &s.shift, &s.rmean, &s.rvar});
-      if (!opt.train) calib.push_back({calls.size() - 1, x, &s.rmean, &s.rvar});
+      if (!opt.train) calib.push_back({calls.size() - 1, d, x, &s.rmean, &s.rvar});
       s.act = c1->out[0];
       if (opt.train) s.mean = c1->out[1], s.var = c1->out[2];
       break;
@@ -579,8 +581,8 @@ void Executor::Impl::plan_backward(size_t l) {
       break;
     }
     case LayerKind::rnn: {
-      // The bwd call recomputes the forward it differentiates (rnn.h: in prepare(), which a
-      // network step repeats): that forward's time is in this call's.
+      // The bwd call recomputes the forward it differentiates (rnn.h: in refresh(), or in the
+      // prepare() a step repeats without one): that forward's time is in this call's.
       std::vector<const Tensor*> in = rnn_inputs(s, x);
       in.push_back(g);
       auto* c = add<RnnTraits>(L.name, "bwd", L.rnn, Dir::bwd, in);
@@ -638,20 +640,10 @@ void Executor::Impl::calibrate() {
       const Calibration& c = calib[next];
       Tensor& x = *const_cast<Tensor*>(c.x);
       if (dev) dev->download(on_device(c.x), x);
-      const int64_t ch = c.mean->size(), hw = x.size() / (net.mb * ch);
-      for (int64_t k = 0; k < ch; ++k) {
-        double sum = 0, sq = 0;
-        for (int64_t n = 0; n < net.mb; ++n)
-          for (int64_t j = 0; j < hw; ++j) sum += x[(n * ch + k) * hw + j];
-        const double mean = sum / static_cast<double>(net.mb * hw);
-        for (int64_t n = 0; n < net.mb; ++n)
-          for (int64_t j = 0; j < hw; ++j) {
-            const double e = x[(n * ch + k) * hw + j] - mean;
-            sq += e * e;
-          }
-        (*c.mean)[k] = static_cast<float>(mean);
-        (*c.var)[k] = static_cast<float>(sq / static_cast<double>(net.mb * hw));
-      }
+      std::vector<double> mean, var;
+      ref::bnorm_stats(c.d, x, &mean, &var);
+      for (int64_t k = 0; k < c.d.ic; ++k)
+        (*c.mean)[k] = static_cast<float>(mean[k]), (*c.var)[k] = static_cast<float>(var[k]);
       if (dev) {
         dev->upload(*c.mean, on_device(c.mean));
         dev->upload(*c.var, on_device(c.var));
