@@ -34,9 +34,6 @@ struct NetResult {
 // Runs `warmup` steps, then `reps` timed steps (median), then times every call alone.
 NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps);
 
-// Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
-// every gradient (ring: 2(p-1)/p * bytes / busbw, with busbw in GB/s as bench_allreduce reports
-// it), with no overlap of communication and backward (an upper bound).
 // The busbw (GB/s) to project with for `ranks` ranks: a figure the user gave, or one measured by
 // bench_allreduce (then `impl` and `message_bytes` say which run it is).
 struct Busbw {
@@ -45,6 +42,9 @@ struct Busbw {
   std::string impl;
   double message_bytes = 0;
 };
+// Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
+// every gradient (2(p-1)/p * bytes / busbw, with busbw in GB/s as bench_allreduce reports it),
+// with no overlap of communication and backward (an upper bound).
 struct Projection {
   Busbw busbw;
   double allreduce_ms = 0, step_ms = 0, efficiency = 0;

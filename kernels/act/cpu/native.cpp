@@ -169,8 +169,6 @@ class ActCpuNative : public ActImpl {
           }
           continue;
         }
-        std::fill(m, m + w, -INFINITY);
-        std::fill(s, s + w, 0.0f);
         if (w == 1) {
           // A literal stride 1 (the usual ih = iw = 1) inlines into unit-stride loops.
           if (hw == 1)
@@ -178,6 +176,8 @@ class ActCpuNative : public ActImpl {
           else
             softmax_row(x + base, y + base, ic, hw, &m[0], &s[0]);
         } else {
+          std::fill(m, m + w, -INFINITY);
+          std::fill(s, s + w, 0.0f);
           for (int64_t c = 0; c < ic; ++c) {
             const int64_t o = base + c * hw;
 #pragma omp simd
