@@ -177,10 +177,9 @@ TEST(NetSmoke, UpdatedWeightsReachEveryAlgorithm) {
   ro.lr = 0.05f;
   Executor ref(net, ro);
   for (int i = 0; i < 3; ++i) ref.step();
-  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
-      {"cpu", {"direct", "im2col", "winograd_f4", "fft"}},
-      {"onednn", {"first", "winograd"}},
-      {"ocl", {"direct", "im2col", "winograd_f4", "fft"}}};
+  const Runs runs = {{"cpu", {"direct", "im2col", "winograd_f4", "fft"}},
+                     {"onednn", {"first", "winograd"}},
+                     {"ocl", {"direct", "im2col", "winograd_f4", "fft"}}};
   for (const auto& [backend, policies] : runs) {
     if (!backend_available(backend)) continue;
     for (const std::string& policy : policies) {
