@@ -1,0 +1,121 @@
+// The network executor's private state (executor.cpp: calls and device residency; plan.cpp:
+// the calls and buffers of each layer kind).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/core/impl.h"
+#include "kernels/net/device_ops.h"
+#include "kernels/net/executor.h"
+#include "kernels/net/find_cache.h"
+
+namespace pb {
+
+// One call of a step.
+struct Call {
+  CallInfo info;
+  virtual ~Call() = default;
+  virtual void run() = 0;
+  virtual size_t bytes() const { return 0; }  // outputs and workspaces it holds
+};
+
+struct Executor::Impl {
+  Network net;
+  NetOptions opt;
+  FindCache cache;
+  std::vector<std::unique_ptr<Call>> calls;
+  std::vector<CallInfo> infos;
+  int fallbacks = 0;
+
+  // Per layer.
+  struct State {
+    const Tensor* act = nullptr;  // forward output
+    Tensor own;                   // the executor's own output (input, add)
+    Tensor w, b, scale, shift, rmean, rvar;
+    Tensor r, h0, c0;                              // rnn: recurrent weights, initial state
+    Tensor dw_fc_bias;                             // fc: bias gradient (native)
+    const Tensor *mean = nullptr, *var = nullptr;  // bnorm: the batch statistics
+    const Tensor *dw = nullptr, *db = nullptr, *dscale = nullptr, *dshift = nullptr;
+    const Tensor* dr = nullptr;          // rnn
+    std::vector<const Tensor*> contrib;  // gradients arriving at this layer's output
+    Tensor own_grad;                     // their sum, when more than one
+    const Tensor* loss = nullptr;        // loss layer: per-position losses
+    Tensor zeros, zeros_w, zeros_d;      // fc: the GEMMs' C inputs (beta 0)
+  };
+  std::vector<State> st;
+  Tensor labels;
+
+  // Every layer on the device (backend ocl): the device buffer of each tensor the plan uses,
+  // keyed by its host tensor (for the executor's own tensors, a copy uploaded when first asked
+  // for; for a call's outputs, the implementation's own buffer).
+  std::unique_ptr<net::DeviceOps> dev;
+  std::unordered_map<const Tensor*, void*> mirror;
+  std::string residency;    // "device", or why not
+  bool host_stale = false;  // the device holds newer contents than the host copies
+  // The host's input, labels or weights were handed out for writing: from then on every step
+  // uploads them first (untimed), since the caller may write them at any time.
+  bool push_due = false;
+
+  // Thrown while planning on the device when a call cannot stay there: the plan starts over
+  // with host round trips.
+  struct NotOnDevice {
+    std::string why;
+  };
+  void* D(const Tensor* t) { return dev ? on_device(t) : nullptr; }
+  void* on_device(const Tensor* t) {
+    auto it = mirror.find(t);
+    if (it != mirror.end()) return it->second;
+    return mirror[t] = dev->alloc(*t);
+  }
+  // Before reading host copies: every device buffer downloaded into its host tensor.
+  void pull();
+  // Before a step: the input, labels and weights the caller may have changed, uploaded.
+  void push();
+
+  // Candidate implementations of one call, in registry order, for a backend prefix.
+  template <class Traits, class Desc>
+  std::vector<std::unique_ptr<pb::Impl<Desc>>> candidates(const std::string& prefix, const Desc& d,
+                                                          Dir dir,
+                                                          const std::vector<const Tensor*>& in,
+                                                          std::string* why_not);
+  std::vector<void*> device_inputs(const std::vector<const Tensor*>& in);
+  static double time_once(Call& c);
+  // Plans one primitive call: picks the implementation by backend and policy, prepares it;
+  // returns its outputs (executor.cpp instantiates it for every primitive's traits).
+  template <class Traits, class Desc>
+  const std::vector<const Tensor*>& add(const std::string& layer, const std::string& phase, Desc d,
+                                        Dir dir, std::vector<const Tensor*> in);
+  // One of the executor's own steps: `host` on host tensors, or `device` (given the DeviceOps)
+  // when the plan keeps every layer on the device.
+  void add_native(const std::string& layer, const std::string& phase, std::function<void()> host,
+                  std::function<void(net::DeviceOps&)> device);
+
+  // An rnn layer's inputs but dy: x, h0, [c0], W, R, b.
+  std::vector<const Tensor*> rnn_inputs(const State& s, const Tensor* x) const {
+    std::vector<const Tensor*> v = {x, &s.h0};
+    if (s.c0.size()) v.push_back(&s.c0);  // LSTM
+    for (const Tensor* t : {&s.w, &s.r, &s.b}) v.push_back(t);
+    return v;
+  }
+  // Inference batch-norm: its running statistics, set by calibrate() to the batch statistics of
+  // its input on the synthetic batch (as if trained on it), layer by layer.
+  struct Calibration {
+    size_t call;
+    BnormDesc d;
+    const Tensor* x;
+    Tensor *mean, *var;
+  };
+  std::vector<Calibration> calib;
+  void calibrate();
+  void plan();
+  void plan_forward(size_t l);
+  void plan_backward(size_t l);
+  void plan_update(size_t l);
+  const Tensor* grad_of(size_t l);
+};
+
+}  // namespace pb

@@ -1,0 +1,282 @@
+// The network executor's plan (see executor_impl.h): the primitive calls, the executor's own
+// steps and the buffers of each layer kind, forward, backward and SGD update.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/act/traits.h"
+#include "kernels/bnorm/traits.h"
+#include "kernels/conv/traits.h"
+#include "kernels/core/error.h"
+#include "kernels/core/fill.h"
+#include "kernels/gemm/traits.h"
+#include "kernels/net/executor_impl.h"
+#include "kernels/net/native_ops.h"
+#include "kernels/pool/traits.h"
+#include "kernels/rnn/traits.h"
+
+namespace pb {
+
+namespace {
+
+// He-uniform weights: U(-sqrt(6/fan_in), +sqrt(6/fan_in)).
+void init_weights(Tensor& w, int64_t fan_in, uint64_t seed) {
+  const float a = std::sqrt(6.0f / static_cast<float>(std::max<int64_t>(1, fan_in)));
+  fill_uniform(w, seed, -a, a);
+}
+
+GemmDesc gemm_desc(int64_t m, int64_t n, int64_t k, const char* trans) {
+  return GemmDesc::parse("m" + std::to_string(m) + "n" + std::to_string(n) + "k" +
+                         std::to_string(k) + "_" + trans + "_beta0");
+}
+
+}  // namespace
+
+void Executor::Impl::plan_forward(size_t l) {
+  Layer& L = net.layers[l];
+  State& s = st[l];
+  const uint64_t seed = mix_seed(opt.seed, l);
+  const Tensor* x = L.inputs.empty() ? nullptr : st[L.inputs[0]].act;
+  const int64_t mb = net.mb;
+  switch (L.kind) {
+    case LayerKind::input: {
+      s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
+      fill_uniform(s.own, seed, -1, 1);
+      s.act = &s.own;
+      break;
+    }
+    case LayerKind::conv: {
+      s.w = Tensor(L.conv.wei_dims());
+      init_weights(s.w, L.conv.icg() * L.conv.kh * L.conv.kw, seed);
+      s.act = add<ConvTraits>(L.name, "fwd", L.conv, Dir::fwd, {x, &s.w})[0];
+      if (L.bias) {
+        s.b = Tensor({L.conv.oc});
+        fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
+        Tensor* y = const_cast<Tensor*>(s.act);  // in place on the call's output
+        add_native(
+            L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); },
+            [y = D(y), b = D(&s.b), mb, c = L.conv.oc, hw = L.conv.oh * L.conv.ow](
+                net::DeviceOps& o) { o.add_channel_bias(y, b, mb, c, hw); });
+      }
+      break;
+    }
+    case LayerKind::pool:
+      s.act = add<PoolTraits>(L.name, "fwd", L.pool, Dir::fwd, {x})[0];
+      break;
+    case LayerKind::bnorm: {
+      const int64_t c = L.bnorm.ic;
+      s.scale = Tensor({c}), s.shift = Tensor({c}), s.rmean = Tensor({c}), s.rvar = Tensor({c});
+      fill_uniform(s.scale, seed, 0.5f, 1.5f);
+      fill_uniform(s.shift, mix_seed(seed, 1), -0.1f, 0.1f);
+      s.rmean.fill(0.0f);
+      s.rvar.fill(1.0f);
+      BnormDesc d = L.bnorm;
+      d.inference = !opt.train;
+      const auto& c1 =
+          add<BnormTraits>(L.name, "fwd", d, Dir::fwd, {x, &s.scale, &s.shift, &s.rmean, &s.rvar});
+      if (!opt.train) calib.push_back({calls.size() - 1, d, x, &s.rmean, &s.rvar});
+      s.act = c1[0];
+      if (opt.train) s.mean = c1[1], s.var = c1[2];
+      break;
+    }
+    case LayerKind::act:
+      s.act = add<ActTraits>(L.name, "fwd", L.act, Dir::fwd, {x})[0];
+      break;
+    case LayerKind::fc: {
+      const int64_t in = L.in.size(), out = L.fc_out;
+      s.w = Tensor({in, out});  // column-major out x in
+      init_weights(s.w, in, seed);
+      s.zeros = Tensor({mb, out});
+      s.zeros.fill(0.0f);
+      s.act = add<GemmTraits>(L.name, "fwd", gemm_desc(out, mb, in, "nn"), Dir::fwd,
+                              {&s.w, x, &s.zeros})[0];
+      if (L.bias) {
+        s.b = Tensor({out});
+        fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
+        Tensor* y = const_cast<Tensor*>(s.act);
+        add_native(
+            L.name, "bias", [y, &s, mb] { net::add_channel_bias(*y, s.b, mb); },
+            [y = D(y), b = D(&s.b), mb, out](net::DeviceOps& o) {
+              o.add_channel_bias(y, b, mb, out, 1);
+            });
+      }
+      break;
+    }
+    case LayerKind::rnn: {
+      // DeepBench's gate-major weights (rnn.h), U(-1/sqrt(h), 1/sqrt(h)) as PyTorch; zero state.
+      const RnnDesc& d = L.rnn;
+      const float a = 1.0f / std::sqrt(static_cast<float>(d.h));
+      s.w = Tensor(rnn_dims(d, "W")), s.r = Tensor(rnn_dims(d, "R")),
+      s.b = Tensor(rnn_dims(d, "b"));
+      fill_uniform(s.w, seed, -a, a);
+      fill_uniform(s.r, mix_seed(seed, 1), -a, a);
+      fill_uniform(s.b, mix_seed(seed, 2), -a, a);
+      s.h0 = Tensor(rnn_dims(d, "h0"));
+      s.h0.fill(0.0f);
+      if (d.has_c()) {
+        s.c0 = Tensor(rnn_dims(d, "c0"));
+        s.c0.fill(0.0f);
+      }
+      s.act = add<RnnTraits>(L.name, "fwd", d, Dir::fwd, rnn_inputs(s, x))[0];
+      break;
+    }
+    case LayerKind::add: {
+      s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
+      const Tensor* a = x;
+      const Tensor* b = st[L.inputs[1]].act;
+      add_native(
+          L.name, "fwd", [a, b, &s] { net::add(*a, *b, s.own); },
+          [a = D(a), b = D(b), y = D(&s.own), n = s.own.size()](net::DeviceOps& o) {
+            o.add(a, b, y, n);
+          });
+      s.act = &s.own;
+      break;
+    }
+    case LayerKind::loss: {
+      labels = Tensor({mb, 1, 1});
+      fill_uniform(labels, mix_seed(seed, 7), 0, static_cast<float>(L.act.ic));
+      for (int64_t i = 0; i < labels.size(); ++i)
+        labels[i] = std::min(std::floor(labels[i]), static_cast<float>(L.act.ic - 1));
+      const auto& c = add<ActTraits>(L.name, "fwd", L.act, Dir::fwd, {x, &labels});
+      s.act = c[0];
+      s.loss = c[1];
+      break;
+    }
+  }
+}
+
+// The gradient at layer l's output: its one contribution, or their sum (planned here).
+const Tensor* Executor::Impl::grad_of(size_t l) {
+  State& s = st[l];
+  if (s.contrib.empty()) return nullptr;
+  if (s.contrib.size() == 1) return s.contrib[0];
+  const Layer& L = net.layers[l];
+  s.own_grad = Tensor({net.mb, L.out.c, L.out.h, L.out.w});
+  std::vector<const Tensor*> parts = s.contrib;
+  std::vector<void*> dparts;
+  for (const Tensor* t : parts) dparts.push_back(D(t));
+  add_native(
+      L.name, "grad_sum", [parts, &s] { net::sum(parts, s.own_grad); },
+      [dparts, y = D(&s.own_grad), n = s.own_grad.size()](net::DeviceOps& o) {
+        o.add(dparts[0], dparts[1], y, n);
+        for (size_t k = 2; k < dparts.size(); ++k) o.add(y, dparts[k], y, n);
+      });
+  return &s.own_grad;
+}
+
+void Executor::Impl::plan_backward(size_t l) {
+  Layer& L = net.layers[l];
+  State& s = st[l];
+  const int64_t mb = net.mb;
+  if (L.kind == LayerKind::input) return;
+  const Tensor* x = st[L.inputs[0]].act;
+  // Whether the input wants a gradient (not the network's input).
+  const bool need_dx = net.layers[L.inputs[0]].kind != LayerKind::input;
+  auto give = [&](size_t to, const Tensor* g) { st[to].contrib.push_back(g); };
+  if (L.kind == LayerKind::loss) {
+    give(L.inputs[0], add<ActTraits>(L.name, "bwd", L.act, Dir::bwd, {x, &labels})[0]);
+    return;
+  }
+  const Tensor* g = grad_of(l);
+  if (!g) return;
+  switch (L.kind) {
+    case LayerKind::conv: {
+      const auto& w = add<ConvTraits>(L.name, "bwd_w", L.conv, Dir::bwd_w, {x, g});
+      s.dw = w[0];
+      if (L.bias) s.db = w[1];
+      if (need_dx)
+        give(L.inputs[0], add<ConvTraits>(L.name, "bwd_d", L.conv, Dir::bwd_d, {g, &s.w})[0]);
+      break;
+    }
+    case LayerKind::pool:
+      if (need_dx) give(L.inputs[0], add<PoolTraits>(L.name, "bwd", L.pool, Dir::bwd, {x, g})[0]);
+      break;
+    case LayerKind::bnorm: {
+      const auto& c = add<BnormTraits>(L.name, "bwd", L.bnorm, Dir::bwd,
+                                       {x, g, &s.scale, &s.shift, s.mean, s.var});
+      s.dscale = c[1], s.dshift = c[2];
+      if (need_dx) give(L.inputs[0], c[0]);
+      break;
+    }
+    case LayerKind::act:
+      if (need_dx) give(L.inputs[0], add<ActTraits>(L.name, "bwd", L.act, Dir::bwd, {x, g})[0]);
+      break;
+    case LayerKind::fc: {
+      const int64_t in = L.in.size(), out = L.fc_out;
+      s.zeros_w = Tensor({in, out});
+      s.zeros_w.fill(0.0f);
+      s.dw = add<GemmTraits>(L.name, "bwd_w", gemm_desc(out, in, mb, "nt"), Dir::fwd,
+                             {g, x, &s.zeros_w})[0];
+      if (L.bias) {
+        s.dw_fc_bias = Tensor({out});
+        add_native(
+            L.name, "bwd_bias", [g, &s, mb] { net::bias_grad(*g, s.dw_fc_bias, mb); },
+            [g = D(g), db = D(&s.dw_fc_bias), mb, out](net::DeviceOps& o) {
+              o.bias_grad(g, db, mb, out, 1);
+            });
+        s.db = &s.dw_fc_bias;
+      }
+      if (need_dx) {
+        s.zeros_d = Tensor({mb, in});
+        s.zeros_d.fill(0.0f);
+        give(L.inputs[0], add<GemmTraits>(L.name, "bwd_d", gemm_desc(in, mb, out, "tn"), Dir::fwd,
+                                          {&s.w, g, &s.zeros_d})[0]);
+      }
+      break;
+    }
+    case LayerKind::rnn: {
+      // The bwd call recomputes the forward it differentiates (rnn.h: in refresh(), or in the
+      // prepare() a step repeats without one): that forward's time is in this call's.
+      std::vector<const Tensor*> in = rnn_inputs(s, x);
+      in.push_back(g);
+      const auto& c = add<RnnTraits>(L.name, "bwd", L.rnn, Dir::bwd, in);
+      s.dw = c[0], s.dr = c[1], s.db = c[2];
+      if (need_dx) give(L.inputs[0], c.back());
+      break;
+    }
+    case LayerKind::add:
+      give(L.inputs[0], g);
+      give(L.inputs[1], g);
+      break;
+    default:
+      break;
+  }
+}
+
+void Executor::Impl::plan_update(size_t l) {
+  State& s = st[l];
+  const float step = opt.lr / static_cast<float>(net.mb);
+  std::vector<std::pair<Tensor*, const Tensor*>> upd;
+  if (s.dw) upd.push_back({&s.w, s.dw});
+  if (s.db) upd.push_back({&s.b, s.db});
+  if (s.dscale) upd.push_back({&s.scale, s.dscale});
+  if (s.dshift) upd.push_back({&s.shift, s.dshift});
+  if (s.dr) upd.push_back({&s.r, s.dr});
+  if (upd.empty()) return;
+  std::vector<std::pair<void*, void*>> dupd;
+  for (auto& [w, g] : upd) dupd.push_back({D(w), D(g)});
+  add_native(
+      net.layers[l].name, "sgd",
+      [upd, step] {
+        for (auto& [w, g] : upd) net::axpy(-step, *g, *w);
+      },
+      [dupd, upd, step](net::DeviceOps& o) {
+        for (size_t i = 0; i < upd.size(); ++i)
+          o.axpy(-step, dupd[i].second, dupd[i].first, upd[i].first->size());
+      });
+}
+
+void Executor::Impl::plan() {
+  st.resize(net.layers.size());
+  for (size_t l = 0; l < net.layers.size(); ++l) plan_forward(l);
+  if (opt.train) {
+    if (!net.has_loss()) throw InputError("network", net.name + " has no loss layer to train");
+    for (size_t l = net.layers.size(); l-- > 0;) plan_backward(l);
+    for (size_t l = 0; l < net.layers.size(); ++l) plan_update(l);
+  }
+  for (auto& c : calls) infos.push_back(c->info);
+}
+
+}  // namespace pb
