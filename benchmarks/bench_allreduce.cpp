@@ -79,6 +79,7 @@ struct Slot {
   std::unique_ptr<Problem> problem;
 };
 Slot g_slot;
+int g_failures = 0;  // benchmarks that failed (FAIL rows): the exit status is 1
 
 void run_case(benchmark::State& state, const std::string& key, const std::string& desc,
               const std::string& impl, const Flags& f) {
@@ -98,15 +99,27 @@ void run_case(benchmark::State& state, const std::string& key, const std::string
     runner = g_slot.problem->runner(impl, &why);
     if (!runner) skip = "unsupported: " + why;
     if (runner) {
-      Measured m = measure(*g_slot.problem, *runner, 0, f.check);
+      MeasureOptions o;
+      o.check = f.check;
+      Measured m = measure(*g_slot.problem, *runner, o);
       prep_ms = m.prep_ms, check = m.check, checked = m.checked;
-      if (checked && !check.pass) skip = "check failed: " + check.summary();
+      if (checked && (!check.pass || check.mistrusted))
+        skip = std::string("FAIL: ") + (check.pass ? "mistrusted result: " : "check failed: ") +
+               check.summary();
     }
+  } catch (const Unsupported& e) {
+    skip = std::string("unsupported: ") + e.what();
   } catch (const std::exception& e) {
-    skip = std::string("error: ") + e.what();
+    skip = std::string("FAIL: error: ") + e.what();
   }
-  // Every rank skips together, or none does: the timed loop is a sequence of collectives.
-  if (world::max_over_ranks(skip.empty() ? 0 : 1)) {
+  // Every rank skips together, or none does: the timed loop is a sequence of collectives. A
+  // failure on any rank fails the benchmark (and the binary's exit status) on every rank.
+  const bool failed_here = skip.rfind("FAIL: ", 0) == 0;
+  if (world::max_over_ranks(skip.empty() ? 0 : failed_here ? 2 : 1)) {
+    if (world::max_over_ranks(failed_here ? 1 : 0)) {
+      if (skip.empty() || !failed_here) skip = "FAIL: another rank failed";
+      ++g_failures;
+    }
     state.SkipWithError((skip.empty() ? "another rank failed" : skip).c_str());
     return;
   }
@@ -184,7 +197,9 @@ int bench_allreduce_main(int argc, char** argv) {
   }
   benchmark::Shutdown();
   g_slot = Slot();
-  return 0;
+  if (g_failures && rank == 0)
+    std::fprintf(stderr, "%s: %d benchmark(s) FAILED\n", argv[0], g_failures);
+  return g_failures ? 1 : 0;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Shared bench_<prim> driver: flags, run-time registration from data sets, one checked run per
-// implementation (err counter), manual timing of run()+sync(), machine facts in the context.
+// implementation (err counter; a failed check is a FAIL row and exit status 1), manual timing of
+// the timing contract's phases, hot or cold caches, machine facts in the context.
 #include "benchmarks/bench_common.h"
 
 #include <benchmark/benchmark.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -28,6 +30,8 @@ struct Flags {
   bool only_default = false, check = true;
   int batch = 0;
   uint64_t seed = 1;
+  Timing timing = Timing::layer;
+  CacheState cache = CacheState::hot;
 };
 
 // Removes our --primbench_* flags from argv; InputError on an unknown one.
@@ -56,11 +60,15 @@ Flags take_flags(int* argc, char** argv) {
       f.check = flag_int(key, val, 0) != 0;
     else if (key == "--primbench_threads")
       set_threads(flag_int(key, val, 1));
+    else if (key == "--primbench_timing")
+      f.timing = parse_timing(val, key);
+    else if (key == "--primbench_cache")
+      f.cache = parse_cache(val, key);
     else
-      throw InputError(
-          key,
-          "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, "
-          "--primbench_batch, --primbench_seed, --primbench_check, --primbench_threads)");
+      throw InputError(key,
+                       "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, "
+                       "--primbench_batch, --primbench_seed, --primbench_check, "
+                       "--primbench_threads, --primbench_timing, --primbench_cache)");
   }
   *argc = out;
   argv[out] = nullptr;
@@ -81,15 +89,51 @@ struct Slot {
 };
 Slot g_slot;
 
+// Benchmarks that failed (an error, a failed or mistrusted check), by name, with the message:
+// listed again after the run, and the binary exits 1.
+std::map<std::string, std::string> g_failures;
+
 struct Case {
   const PrimitiveInfo* prim;
   std::string desc, key;
   Dir dir;
   uint64_t seed;
   bool check;
+  Timing timing;
+  CacheState cache;
 };
 
-void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
+// Marks the benchmark failed: a FAIL row (never an "unsupported" skip), remembered for the exit.
+void fail(benchmark::State& state, const std::string& name, const std::string& why) {
+  g_failures.emplace(name, why);
+  state.SkipWithError(("FAIL: " + why).c_str());
+}
+
+// The phases a contract leaves out, timed once after the timed loop, so that every row shows
+// where the time of each contract goes (compute_ms, act_reorder_ms, wei_transform_ms).
+void phase_counters(benchmark::State& state, Runner& r, Timing timing, const PhaseTimes& sum) {
+  const double iters = std::max<double>(1, static_cast<double>(state.iterations()));
+  double wei = sum.wei_transform / iters, act = sum.act_reorder / iters;
+  if (timing != Timing::step) {
+    const double t0 = now_seconds();
+    r.weights();
+    r.sync();
+    wei = now_seconds() - t0;
+  }
+  if (timing == Timing::kernel) {
+    const double t0 = now_seconds();
+    r.reorder_out();
+    r.reorder_in();
+    r.sync();
+    act = now_seconds() - t0;
+  }
+  state.counters["compute_ms"] = 1e3 * sum.compute / iters;
+  state.counters["act_reorder_ms"] = 1e3 * act;
+  state.counters["wei_transform_ms"] = 1e3 * wei;
+}
+
+void run_case(benchmark::State& state, const Case& c, const std::string& impl,
+              const std::string& bench_name) {
   Slot& s = g_slot;
   try {
     if (s.line_key != c.key) {
@@ -109,7 +153,11 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
         s.unsupported = why;
       } else {
         try {
-          Measured m = measure(*s.problem, *s.runner, 0, c.check, kBenchRefBudget);
+          MeasureOptions o;
+          o.check = c.check;
+          o.timing = c.timing;
+          o.ref_budget_flops = kBenchRefBudget;
+          Measured m = measure(*s.problem, *s.runner, o);
           s.prep_ms = m.prep_ms;
           s.check = m.check;
           s.checked = m.checked;
@@ -128,32 +176,33 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
     return;
   }
   if (!s.failed.empty() || !s.runner) {
-    state.SkipWithError(("error: " + s.failed).c_str());
+    fail(state, bench_name, "error: " + s.failed);
     return;
   }
-  if (s.checked && !s.check.pass) {
-    state.SkipWithError(("check failed: " + s.check.summary()).c_str());
+  if (s.checked && (!s.check.pass || s.check.mistrusted)) {
+    fail(state, bench_name,
+         std::string(s.check.pass ? "mistrusted result: " : "check failed: ") + s.check.summary());
     return;
   }
+  PhaseTimes phases;
   double total = 0;
   try {
     for (auto _ : state) {
-      double t0 = now_seconds();
-      s.runner->run();
-      s.runner->sync();
-      double t = now_seconds() - t0;
+      if (c.cache == CacheState::cold) evict_caches();  // untimed: manual time excludes it
+      const double t = timed_iteration(*s.runner, c.timing, &phases);
       state.SetIterationTime(t);
       total += t;
     }
+    phase_counters(state, *s.runner, c.timing, phases);
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("error: ") + e.what()).c_str());
     s.failed = e.what();
+    fail(state, bench_name, std::string("error: ") + e.what());
     return;
   }
   using C = benchmark::Counter;
   const Problem& p = *s.problem;
   const double peak = machine_info().peak_flops;
-  // Rates over the manual (run+sync) time; the percentages are plain numbers.
+  // Rates over the manual (contract) time; the percentages are plain numbers.
   const double per_iter = total / std::max<double>(1, static_cast<double>(state.iterations()));
   if (p.flops() > 0) {
     state.counters["FLOPS"] = C(p.flops(), C::kIsIterationInvariantRate, C::kIs1000);
@@ -162,7 +211,14 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl) {
   state.counters["bytes"] = C(p.bytes(), C::kIsIterationInvariantRate, C::kIs1024);
   state.counters["bw_pct"] =
       per_iter > 0 ? 100.0 * p.bytes() / per_iter / machine_info().triad_bytes : 0;
-  if (s.checked) state.counters["err"] = s.check.l2_rel;
+  // The check: its error and how many outputs it compared (all, or a seeded sample);
+  // unchecked = 1 when checks were off for this row.
+  if (s.checked) {
+    state.counters["err"] = s.check.l2_rel;
+    state.counters["check_n"] = static_cast<double>(s.check.checked);
+    state.counters["check_sampled"] = s.check.sampled ? 1 : 0;
+  }
+  state.counters["unchecked"] = s.checked ? 0 : 1;
   state.counters["prep_ms"] = s.prep_ms;
   state.counters["ws_MB"] = s.runner->workspace_bytes() / 1e6;
   for (const auto& [k, v] : s.runner->extra_counters()) state.counters[k] = v;
@@ -229,11 +285,12 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
           if (pre.empty()) continue;
           auto c = std::make_shared<Case>(
               Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir,
-                   f.seed, check});
+                   f.seed, check, f.timing, f.cache});
           for (const std::string& impl : probe->impls()) {
+            const std::string bench_name = pre + "/" + impl + "/" + name;
             benchmark::RegisterBenchmark(
-                (pre + "/" + impl + "/" + name).c_str(),
-                [c, impl](benchmark::State& st) { run_case(st, *c, impl); })
+                bench_name.c_str(),
+                [c, impl, bench_name](benchmark::State& st) { run_case(st, *c, impl, bench_name); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);
           }
@@ -241,6 +298,12 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
       }
     }
     for (const auto& [k, v] : environment_facts()) benchmark::AddCustomContext(k, v);
+    benchmark::AddCustomContext("primbench_timing", timing_str(f.timing));
+    benchmark::AddCustomContext("primbench_cache", cache_str(f.cache));
+    benchmark::AddCustomContext("primbench_check", f.check ? "1" : "0");
+    if (f.cache == CacheState::cold)
+      benchmark::AddCustomContext("primbench_evict_bytes",
+                                  std::to_string(2 * last_level_cache_bytes()));
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 2;
@@ -250,6 +313,12 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   g_slot = Slot();
+  if (!g_failures.empty()) {
+    std::fprintf(stderr, "%s: %zu benchmark(s) FAILED:\n", argv[0], g_failures.size());
+    for (const auto& [name, why] : g_failures)
+      std::fprintf(stderr, "FAIL %s: %s\n", name.c_str(), why.c_str());
+    return 1;
+  }
   return 0;
 }
 

@@ -28,8 +28,10 @@ struct BenchSpec {
 };
 
 // Parses our flags (--primbench_sets=a,b  --primbench_default  --primbench_dirs=fwd,bwd_d
-// --primbench_batch=N  --primbench_seed=S  --primbench_check=0|1), strips them, then runs
-// Google Benchmark. Returns the exit status (2 on bad flags or a bad data-set line).
+// --primbench_batch=N  --primbench_seed=S  --primbench_check=0|1  --primbench_threads=N
+// --primbench_timing=kernel|layer|step  --primbench_cache=hot|cold), strips them, then runs
+// Google Benchmark. Returns the exit status: 2 on bad flags or a bad data-set line, 1 when a
+// benchmark failed (an error, a failed or mistrusted check: FAIL rows), else 0.
 int bench_main(int argc, char** argv, const BenchSpec& spec);
 
 // Flag helpers shared by the bench binaries: "a,b,,c" -> {a, b, c}; an integer >= lo or an

@@ -13,6 +13,7 @@ const char* kUsage =
     "       primbench run <prim> <descriptor> [--dir fwd|bwd_d|bwd_w|bwd] [--impl "
     "<backend/algo>|all]\n"
     "                     [--check] [--reps N] [--threads N] [--seed S] [--json] [--save DIR]\n"
+    "                     [--timing kernel|layer|step] [--cache hot|cold]\n"
     "       primbench net <network>|--list [--backend cpu|onednn|ocl|ref] [--policy "
     "best|first|<algo>]\n"
     "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"

@@ -25,6 +25,7 @@ namespace {
 struct Row {
   std::string impl, status, reason;
   double time_ms = 0, gflops = 0, peak_pct = 0, prep_ms = 0, ws_mb = 0;
+  PhaseTimes phases;                                  // per repetition, in ms
   std::vector<std::pair<std::string, double>> extra;  // the implementation's own figures
   CheckResult check;
   bool checked = false;
@@ -54,12 +55,17 @@ std::string file_safe(std::string s) {
   return s;
 }
 
-std::string row_json(const Problem& p, const Row& r) {
+std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState cache) {
   std::string s = "{\"impl\":" + json_str(r.impl) + ",\"desc\":" + json_str(p.desc_str()) +
                   ",\"dir\":" + json_str(dir_str(p.dir())) + ",\"status\":" + json_str(r.status);
-  if (r.status == "unsupported") return s + ",\"reason\":" + json_str(r.reason) + "}";
+  const std::string contract =
+      ",\"timing\":" + json_str(timing_str(timing)) + ",\"cache\":" + json_str(cache_str(cache));
+  if (r.status == "unsupported") return s + ",\"reason\":" + json_str(r.reason) + contract + "}";
   s += ",\"time_ms\":" + json_num(r.time_ms) + ",\"gflops\":" + json_num(r.gflops) +
-       ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms);
+       ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms) +
+       ",\"compute_ms\":" + json_num(r.phases.compute) +
+       ",\"act_reorder_ms\":" + json_num(r.phases.act_reorder) +
+       ",\"wei_transform_ms\":" + json_num(r.phases.wei_transform);
   if (r.checked)
     s += ",\"err_l2\":" + json_num(r.check.l2_rel) +
          ",\"max_abs_err\":" + json_num(r.check.max_abs) +
@@ -75,7 +81,7 @@ std::string row_json(const Problem& p, const Row& r) {
     s += (i ? "," : "") + json_str(r.extra[i].first) + ":" + json_num(r.extra[i].second);
   s += "}";
   if (!r.reason.empty()) s += ",\"reason\":" + json_str(r.reason);
-  return s + "}";
+  return s + contract + "}";
 }
 
 void print_text(const Problem& p, const Row& r) {
@@ -90,6 +96,8 @@ void print_text(const Problem& p, const Row& r) {
   std::printf("%-20s %10.3f ms %9.2f GFLOP/s %6.1f%% peak  prep %8.1f ms", r.impl.c_str(),
               r.time_ms, r.gflops, r.peak_pct, r.prep_ms);
   if (r.checked) std::printf("  %s", r.check.summary().c_str());
+  std::printf("  compute %.3f reorder %.3f wei %.3f ms", r.phases.compute, r.phases.act_reorder,
+              r.phases.wei_transform);
   for (const auto& [k, v] : r.extra) std::printf("  %s=%.4g", k.c_str(), v);
   std::printf("\n");
 }
@@ -120,8 +128,10 @@ void save_problem(const std::string& dir, Problem& p, const std::vector<std::str
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {"--dir", "--impl", "--reps", "--threads", "--seed", "--save"},
-                      {"--check", "--json"});
+  Args a = parse_args(
+      argc, argv, 2,
+      {"--dir", "--impl", "--reps", "--threads", "--seed", "--save", "--timing", "--cache"},
+      {"--check", "--json"});
   if (a.positional.size() != 2)
     throw InputError("usage", "primbench run <prim> <descriptor> [options] (see --help)");
   const PrimitiveInfo& prim = find_primitive(a.positional[0]);
@@ -133,6 +143,8 @@ int cmd_run(int argc, char** argv) {
   else
     init_threads_from_env();
   bool check = a.has("--check"), json = a.has("--json");
+  const Timing timing = parse_timing(a.get("--timing", "layer"), "--timing");
+  const CacheState cache = parse_cache(a.get("--cache", "hot"), "--cache");
   std::string save = a.get("--save", "");
   if (a.has("--save") && save.empty()) throw InputError("--save", "needs a folder");
   // Under mpirun (allreduce): every rank runs and checks; rank 0 prints and saves; the exit
@@ -157,9 +169,12 @@ int cmd_run(int argc, char** argv) {
 
   const double peak = machine_info().peak_flops;
   if (!json)
-    std::printf("%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s)\n",
-                p->prim().c_str(), p->desc_str().c_str(), dir_str(dir).c_str(), p->flops() / 1e9,
-                p->bytes() / 1e6, threads(), peak / 1e9);
+    std::printf(
+        "%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s, timing %s, %s "
+        "cache)\n",
+        p->prim().c_str(), p->desc_str().c_str(), dir_str(dir).c_str(), p->flops() / 1e9,
+        p->bytes() / 1e6, threads(), peak / 1e9, timing_str(timing).c_str(),
+        cache_str(cache).c_str());
   int ran = 0, failed = 0, unsupported = 0;
   std::vector<std::string> saved;
   for (const std::string& impl : impls) {
@@ -174,9 +189,13 @@ int cmd_run(int argc, char** argv) {
     } else {
       try {
         std::vector<Tensor> outputs;
-        Measured m =
-            measure(*p, *runner, reps, check, kRefBudgetFlops, save.empty() ? nullptr : &outputs);
+        MeasureOptions o;
+        o.reps = reps, o.check = check, o.timing = timing, o.cache = cache;
+        Measured m = measure(*p, *runner, o, save.empty() ? nullptr : &outputs);
         r.prep_ms = m.prep_ms;
+        r.phases.compute = 1e3 * m.phases.compute / reps;
+        r.phases.act_reorder = 1e3 * m.phases.act_reorder / reps;
+        r.phases.wei_transform = 1e3 * m.phases.wei_transform / reps;
         r.time_ms = 1e3 * median(m.times_s);
         r.gflops = r.time_ms > 0 ? p->flops() / (r.time_ms * 1e6) : 0;
         r.peak_pct = 100 * r.gflops * 1e9 / peak;
@@ -211,7 +230,7 @@ int cmd_run(int argc, char** argv) {
       }
     }
     if (json)
-      std::printf("%s\n", row_json(*p, r).c_str());
+      std::printf("%s\n", row_json(*p, r, timing, cache).c_str());
     else
       print_text(*p, r);
     std::fflush(stdout);

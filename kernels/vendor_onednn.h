@@ -4,10 +4,17 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 
+#include "kernels/core/error.h"
+
 namespace pb::onednn {
 
 dnnl::engine& engine();
 dnnl::stream& stream();
 std::string version();  // "2.6.3"
+
+// Rethrows a oneDNN error as ours: Unsupported only when oneDNN says it does not implement the
+// case (dnnl_unimplemented), RuntimeError for every other status (a wrong memory descriptor, out
+// of memory, ...), so that a real failure never hides as a skip. `what` names the call.
+[[noreturn]] void rethrow(const dnnl::error& e, const std::string& what);
 
 }  // namespace pb::onednn

@@ -39,8 +39,7 @@ inline BwdCase make_bwd_case(const ConvDesc& d, Dir dir, uint64_t seed) {
 
 // The outputs of one run, concatenated in conv.h's order.
 inline std::vector<float> run_outputs(ConvImpl& impl, size_t outputs) {
-  impl.run();
-  impl.sync();
+  run_phases(impl);
   std::vector<Tensor> out = impl.result();
   EXPECT_EQ(out.size(), outputs);
   std::vector<float> v;

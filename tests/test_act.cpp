@@ -41,9 +41,8 @@ TEST(ActSmoke, SoftmaxStableForLargeLogits) {
       if (!e.unavailable().empty()) continue;
       auto impl = e.make();
       if (!impl->supports(d, Dir::fwd)) continue;
-      impl->prepare(d, Dir::fwd, in);
-      impl->run();
-      impl->sync();
+      plan_phases(*impl, d, Dir::fwd, in);
+      run_phases(*impl);
       auto got = impl->result();
       ASSERT_EQ(got.size(), want.size()) << e.name;
       for (size_t o = 0; o < got.size(); ++o) {

@@ -49,9 +49,8 @@ TEST(BnormSmoke, LargeMeanUnitVariance) {
   for (const auto& e : bnorm_registry()) {
     if (!e.unavailable().empty()) continue;
     auto impl = e.make();
-    impl->prepare(d, Dir::fwd, {&src, &scale, &shift, &rm, &rv});
-    impl->run();
-    impl->sync();
+    plan_phases(*impl, d, Dir::fwd, {&src, &scale, &shift, &rm, &rv});
+    run_phases(*impl);
     auto got = impl->result();
     ASSERT_EQ(got.size(), 5u) << e.name;
     for (int64_t c = 0; c < d.ic; ++c) {

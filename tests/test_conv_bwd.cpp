@@ -53,7 +53,7 @@ void check_dir(Dir dir) {
       for (int threads : {2, 1}) {
         set_threads(threads);
         impl = e.make();
-        impl->prepare(d, dir, {&c.a, &c.b});
+        plan_phases(*impl, d, dir, {&c.a, &c.b});
         outs.push_back(test::run_outputs(*impl, c.outputs));
         outs.push_back(test::run_outputs(*impl, c.outputs));
       }
@@ -92,7 +92,7 @@ TEST(ConvBwdSmoke, bwd_w_long_pixel_sums_stay_accurate) {
     if (e.name != "cpu/direct" && e.name != "cpu/im2col") continue;
     SCOPED_TRACE(e.name);
     auto impl = e.make();
-    impl->prepare(d, Dir::bwd_w, {&c.a, &c.b});
+    plan_phases(*impl, d, Dir::bwd_w, {&c.a, &c.b});
     const std::vector<float> got = test::run_outputs(*impl, c.outputs);
     test::expect_accurate(e.name, got, c.ref);
     double err2 = 0, ref2 = 0;

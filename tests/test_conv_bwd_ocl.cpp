@@ -44,7 +44,7 @@ void check_dir(Dir dir) {
       auto impl = e.make();
       if (!impl->supports(d, dir)) continue;
       SCOPED_TRACE(e.name + " " + dir_str(dir) + " " + text);
-      impl->prepare(d, dir, {&c.a, &c.b});
+      plan_phases(*impl, d, dir, {&c.a, &c.b});
       std::vector<float> first = test::run_outputs(*impl, c.outputs);
       std::vector<float> second = test::run_outputs(*impl, c.outputs);
       ++tested;

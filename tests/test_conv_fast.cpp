@@ -180,8 +180,8 @@ TEST(ConvFastSmoke, conv_winograd_and_fft_accuracy_on_real_data) {
   Tensor64 ref = ref::conv_fwd(d, src, wei);
   for (const char* impl : kFast) {
     auto k = make_impl(impl);
-    k->prepare(d, Dir::fwd, {&src, &wei});
-    k->run();
+    plan_phases(*k, d, Dir::fwd, {&src, &wei});
+    run_phases(*k);
     Tensor out = std::move(k->result().at(0));
     Comparator cmp;
     for (int64_t i = 0; i < out.size(); ++i) cmp.add(i, out[i], ref[i]);

@@ -20,9 +20,8 @@ TEST(GemmSmoke, BetaZeroDoesNotReadC) {
   for (const auto& e : gemm_registry()) {
     if (!e.unavailable().empty()) continue;
     auto impl = e.make();
-    impl->prepare(d, Dir::fwd, {&a, &b, &c});
-    impl->run();
-    impl->sync();
+    plan_phases(*impl, d, Dir::fwd, {&a, &b, &c});
+    run_phases(*impl);
     Tensor out = std::move(impl->result().at(0));
     for (int64_t j = 0; j < d.n; ++j)
       for (int64_t i = 0; i < d.m; ++i)

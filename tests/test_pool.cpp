@@ -60,9 +60,8 @@ TEST(PoolSmoke, AllEqualInputsFirstElementWinsTies) {
   for (const auto& e : pool_registry()) {
     if (!e.unavailable().empty()) continue;
     auto impl = e.make();
-    impl->prepare(d, Dir::bwd, {&src, &dy});
-    impl->run();
-    impl->sync();
+    plan_phases(*impl, d, Dir::bwd, {&src, &dy});
+    run_phases(*impl);
     Tensor got = std::move(impl->result().at(0));
     Comparator c;
     for (int64_t i = 0; i < got.size(); ++i) c.add(i, got[i], want[i]);

@@ -17,7 +17,7 @@
 // - Inputs. Rank q's vector is fill_int(mix_seed(seed, q)), small integers, so every partial sum
 //   is exact in fp32 and every rank can compute the reference (the sum over all ranks' inputs)
 //   locally by regenerating the other ranks' vectors: the check needs no communication.
-// - Agreement. Before any collective, prepare() compares n across ranks (MPI_Allreduce of min
+// - Agreement. Before any collective, plan() compares n across ranks (MPI_Allreduce of min
 //   and max): a mismatch raises InputError("allreduce descriptor field n") on every rank, never
 //   a hang. Set-up that may fail on one rank only (OpenCL) is agreed on before communicating.
 // - Determinism. Every implementation fixes its summation order by rank and segment, never by

@@ -25,41 +25,80 @@ struct Support {
   explicit operator bool() const { return ok; }
 };
 
-// Every implementation of primitive Desc implements this. prepare() is untimed; run() is the
-// timed work (on OpenCL it only enqueues); sync() waits; result() returns the outputs, in the
-// order the primitive's traits name them, after exactly one run() following prepare().
+// Every implementation of primitive Desc implements this, in explicit phases (ARCHITECTURE.md,
+// "One interface per primitive, in explicit phases"); the timing contracts (kernel, layer, step)
+// time the same phases for every implementation:
+//   plan()          never timed: allocate, build programs, plan FFTs, create vendor primitives,
+//                   keep (or upload) the inputs. Nothing derived from the weights' values.
+//   weights()       everything derived from the weights' values: repacks, Winograd/FFT filter
+//                   transforms, vendor weight reorders. Called after plan() and again whenever
+//                   the weights change; timed only by the `step` contract.
+//   forward_state() what a backward needs from the forward it differentiates, derived from the
+//                   activation inputs (RNN: the forward's activations; max pooling: its argmax),
+//                   as benchdnn hands a backward the forward's workspace: never timed by a
+//                   contract; a network calls it each step before run().
+//   reorder_in()    activations from the canonical layout into the implementation's own;
+//   run()           the computation (on OpenCL it only enqueues);
+//   reorder_out()   outputs from its own layout back into the canonical one (output_view()).
+//                   `kernel` times run() alone, `layer` reorder_in + run + reorder_out, `step`
+//                   weights + layer. Implementations that compute in the canonical layout leave
+//                   the reorders empty.
+//   sync()          waits for the enqueued work.
+// result() returns the outputs in the canonical layout, in the order the primitive's traits name
+// them, after exactly one reorder_in, run, reorder_out following plan() and weights().
 template <class Desc>
 class Impl {
  public:
   virtual ~Impl() = default;
   virtual std::string name() const = 0;
   virtual Support supports(const Desc& d, Dir dir) const = 0;
-  virtual void prepare(const Desc& d, Dir dir, const std::vector<const Tensor*>& inputs) = 0;
+  virtual void plan(const Desc& d, Dir dir, const std::vector<const Tensor*>& inputs) = 0;
+  virtual void weights() {}
+  virtual void forward_state() {}
+  virtual void reorder_in() {}
   virtual void run() = 0;
+  virtual void reorder_out() {}
   virtual void sync() {}
   virtual std::vector<Tensor> result() = 0;
   virtual size_t workspace_bytes() const { return 0; }
   // Extra named figures an implementation wants reported (e.g. kernel-only time), optional.
   virtual std::vector<std::pair<std::string, double>> extra_counters() const { return {}; }
 
-  // Network composition (kernels/net), optional. The tensors given to prepare() hold new
-  // contents (the network's next step: new activations, updated weights): redo what prepare()
-  // derived from them (weight repacks and transforms, copies into other layouts, argmax
-  // records), keeping output_view() pointers valid. Part of the caller's timed step. Returns
-  // false when not supported: the caller then prepares again and reads outputs via result().
-  virtual bool refresh() { return false; }
-  // The host tensor run() writes output i into, valid while refresh() works; nullptr when the
-  // output lives elsewhere (a device, another layout) and only result() gives it.
+  // Where tensors live (the bind phase; kernels/net), optional. The tensors given to plan() are
+  // read in place, so a network writes its next step's activations and weights into them and
+  // calls the phases again. output_view(i): the host tensor (canonical layout) that
+  // reorder_out() leaves output i in, valid for the implementation's life; nullptr when the
+  // output lives elsewhere (a device) and only result() gives it.
   virtual const Tensor* output_view(size_t) const { return nullptr; }
-  // Device residency (kernels/net's ocl backend), optional. Called before prepare(): input i's
+  // Whether the phases read plan()'s inputs in place (host tensors, or bound device buffers), so
+  // that new contents need no new plan(); false where plan() copied them (an OpenCL
+  // implementation uploading host tensors): a network then plans again each step.
+  virtual bool reads_inputs_in_place() const { return true; }
+  // Device residency (kernels/net's ocl backend), optional. Called before plan(): input i's
   // contents live in the caller's OpenCL buffer dev[i] (a cl_mem; nullptr: upload in[i] as
-  // usual), which prepare() and refresh() read in place, with no host transfers; refresh() then
-  // redoes on the device what derives from them. Returns false when not supported.
+  // usual), which plan() and the later phases read in place, with no host transfers. Returns
+  // false when not supported.
   virtual bool bind_device(const std::vector<void*>&) { return false; }
-  // The OpenCL buffer (a cl_mem) run() writes output i into, valid while refresh() works, or
-  // nullptr.
+  // The OpenCL buffer (a cl_mem) run() writes output i into, or nullptr.
   virtual void* device_output(size_t) const { return nullptr; }
 };
+
+// The untimed phases in order, for callers outside the timing drivers (tests, the executor):
+// plan, weights, forward_state.
+template <class Desc>
+void plan_phases(Impl<Desc>& impl, const Desc& d, Dir dir, const std::vector<const Tensor*>& in) {
+  impl.plan(d, dir, in);
+  impl.weights();
+  impl.forward_state();
+}
+// One call in the layer contract's order: reorder_in, run, reorder_out, sync.
+template <class Desc>
+void run_phases(Impl<Desc>& impl) {
+  impl.reorder_in();
+  impl.run();
+  impl.reorder_out();
+  impl.sync();
+}
 
 // One registry line: the name, a factory, and why it is unavailable here ("" when available),
 // e.g. "no OpenCL device: ..." or "built without oneDNN".

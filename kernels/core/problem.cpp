@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <vector>
 
 #include "kernels/core/error.h"
 
@@ -21,32 +23,103 @@ const PrimitiveInfo& find_primitive(const std::string& name) {
   throw InputError("prim", "unknown primitive '" + name + "' (have: " + known + ")");
 }
 
-Measured measure(Problem& p, Runner& r, int reps, bool do_check, double ref_budget_flops,
-                 std::vector<Tensor>* outputs) {
+std::string timing_str(Timing t) {
+  return t == Timing::kernel ? "kernel" : t == Timing::step ? "step" : "layer";
+}
+Timing parse_timing(const std::string& s, const std::string& field) {
+  for (Timing t : {Timing::kernel, Timing::layer, Timing::step})
+    if (s == timing_str(t)) return t;
+  throw InputError(field, "timing contract '" + s + "' is not kernel, layer or step");
+}
+std::string cache_str(CacheState c) {
+  return c == CacheState::cold ? "cold" : "hot";
+}
+CacheState parse_cache(const std::string& s, const std::string& field) {
+  if (s == "hot") return CacheState::hot;
+  if (s == "cold") return CacheState::cold;
+  throw InputError(field, "cache state '" + s + "' is not hot or cold");
+}
+
+double timed_iteration(Runner& r, Timing timing, PhaseTimes* phases) {
+  // Each phase is followed by sync() so that work enqueued on a device is counted in its phase.
+  auto phase = [&r](auto&& fn, double* into) {
+    const double t0 = now_seconds();
+    fn();
+    r.sync();
+    const double t = now_seconds() - t0;
+    *into += t;
+    return t;
+  };
+  double total = 0;
+  if (timing == Timing::step) total += phase([&] { r.weights(); }, &phases->wei_transform);
+  if (timing != Timing::kernel) total += phase([&] { r.reorder_in(); }, &phases->act_reorder);
+  total += phase([&] { r.run(); }, &phases->compute);
+  if (timing != Timing::kernel) total += phase([&] { r.reorder_out(); }, &phases->act_reorder);
+  return total;
+}
+
+size_t last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    size_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+      std::ifstream level(dir + "level"), size(dir + "size"), type(dir + "type");
+      int lv = 0;
+      std::string sz, ty;
+      if (!(level >> lv) || !(size >> sz) || !(type >> ty) || ty == "Instruction") continue;
+      size_t v = std::strtoull(sz.c_str(), nullptr, 10);
+      const char unit = sz.empty() ? 0 : sz.back();
+      v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+      if (lv > best_level) best_level = lv, best = v;
+    }
+    return best > 0 ? best : size_t(32) << 20;
+  }();
+  return bytes;
+}
+
+void evict_caches() {
+  static std::vector<float> buffer(2 * last_level_cache_bytes() / sizeof(float));
+  static float value = 0;
+  value += 1;
+  const int64_t n = static_cast<int64_t>(buffer.size());
+  float* b = buffer.data();
+  const float v = value;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) b[i] = v;
+}
+
+Measured measure(Problem& p, Runner& r, const MeasureOptions& o, std::vector<Tensor>* outputs) {
   Measured m;
   double t0 = now_seconds();
-  r.prepare();
+  r.plan();
+  r.weights();
+  r.forward_state();
+  r.sync();
   m.prep_ms = 1e3 * (now_seconds() - t0);
   // The first run is the checked one: some problems (beta != 0) accumulate into the output.
-  r.run();
-  r.sync();
-  if (do_check || outputs) {
+  PhaseTimes first;
+  timed_iteration(r, Timing::layer, &first);
+  if (o.check || outputs) {
     std::vector<Tensor> out = r.result();
     // Testing the tester: PRIMBENCH_INJECT_ERROR=<impl> adds 1 to that implementation's first
-    // output element, so a test can prove the check (and the CLI's exit status 1) catches it.
+    // output element, so a test can prove the check (and every exit status) catches it.
     const char* inject = std::getenv("PRIMBENCH_INJECT_ERROR");
     if (inject && r.name() == inject && !out.empty() && out[0].size() > 0) out[0][0] += 1.0f;
-    if (do_check) {
-      m.check = p.check(r.name(), out, ref_budget_flops);
+    if (o.check) {
+      m.check = p.check(r.name(), out, o.ref_budget_flops);
       m.checked = true;
     }
     if (outputs) *outputs = std::move(out);
   }
-  for (int i = 0; i < reps; ++i) {
-    double t = now_seconds();
-    r.run();
+  // The kernel contract finds the activations in the implementation's layout, converted untimed.
+  if (o.timing == Timing::kernel) {
+    r.reorder_in();
     r.sync();
-    m.times_s.push_back(now_seconds() - t);
+  }
+  for (int i = 0; i < o.reps; ++i) {
+    if (o.cache == CacheState::cold) evict_caches();
+    m.times_s.push_back(timed_iteration(r, o.timing, &m.phases));
   }
   return m;
 }

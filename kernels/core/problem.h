@@ -19,18 +19,46 @@ struct NamedTensor {
   Tensor tensor;
 };
 
-// One implementation bound to one problem.
+// One implementation bound to one problem, phase by phase (impl.h says what each phase does).
 class Runner {
  public:
   virtual ~Runner() = default;
   virtual std::string name() const = 0;
-  virtual void prepare() = 0;  // untimed
-  virtual void run() = 0;      // timed
+  virtual void plan() = 0;  // never timed
+  virtual void weights() = 0;
+  virtual void forward_state() = 0;  // never timed
+  virtual void reorder_in() = 0;
+  virtual void run() = 0;
+  virtual void reorder_out() = 0;
   virtual void sync() = 0;
   virtual std::vector<Tensor> result() = 0;
   virtual size_t workspace_bytes() const = 0;
   virtual std::vector<std::pair<std::string, double>> extra_counters() const = 0;
 };
+
+// What a timed iteration contains (ARCHITECTURE.md, "Timing contracts"), the same for every
+// implementation: kernel = run; layer = reorder_in + run + reorder_out; step = weights + layer.
+enum class Timing { kernel, layer, step };
+std::string timing_str(Timing t);
+Timing parse_timing(const std::string& s, const std::string& field);  // InputError(field)
+// Cache state before each timed iteration: hot (left as the last iteration left it) or cold
+// (evicted by an untimed pass over a buffer larger than the last-level cache).
+enum class CacheState { hot, cold };
+std::string cache_str(CacheState c);
+CacheState parse_cache(const std::string& s, const std::string& field);  // InputError(field)
+
+// Seconds spent in each phase of timed iterations, summed.
+struct PhaseTimes {
+  double compute = 0, act_reorder = 0, wei_transform = 0;
+  double total() const { return compute + act_reorder + wei_transform; }
+};
+// One timed iteration under `timing`: each phase the contract includes, then sync(), timed on a
+// steady clock; adds each phase's seconds to *phases and returns their sum.
+double timed_iteration(Runner& r, Timing timing, PhaseTimes* phases);
+// The untimed pass of the cold cache state: writes (from every thread) a buffer twice the size
+// of the last-level cache read from sysfs (64 MiB when unknown).
+void evict_caches();
+size_t last_level_cache_bytes();
 
 // One descriptor of one primitive in one direction, with seeded inputs and a cached reference.
 class Problem {
@@ -81,17 +109,35 @@ constexpr double kRefBudgetFlops = 4e9;
 // --- shared driver steps ---
 
 struct Measured {
-  double prep_ms = 0;
-  std::vector<double> times_s;  // per repetition, run()+sync()
+  double prep_ms = 0;           // plan + weights + forward_state, untimed
+  std::vector<double> times_s;  // per repetition, the contract's phases
+  PhaseTimes phases;            // summed over the repetitions
   CheckResult check;
   bool checked = false;
 };
 
-// prepare (timed separately) + one run + result + check, then reps timed run()+sync().
-// Returns prep time, per-rep times and the check; the first run's outputs go to *outputs when
-// given. Exceptions propagate.
-Measured measure(Problem& p, Runner& r, int reps, bool do_check,
-                 double ref_budget_flops = kRefBudgetFlops, std::vector<Tensor>* outputs = nullptr);
+struct MeasureOptions {
+  int reps = 0;
+  bool check = false;
+  Timing timing = Timing::layer;
+  CacheState cache = CacheState::hot;
+  double ref_budget_flops = kRefBudgetFlops;
+};
+
+// plan, weights and forward_state (timed together as prep_ms), one reorder_in + run +
+// reorder_out checked against the reference (PRIMBENCH_INJECT_ERROR=<impl> adds 1 to that
+// implementation's first output element, to prove that checks catch it), then o.reps timed
+// iterations of the contract. The checked run's outputs go to *outputs when given. Exceptions
+// propagate.
+Measured measure(Problem& p, Runner& r, const MeasureOptions& o,
+                 std::vector<Tensor>* outputs = nullptr);
+// The same in the layer contract, hot caches (tests).
+inline Measured measure(Problem& p, Runner& r, int reps, bool check,
+                        double ref_budget_flops = kRefBudgetFlops) {
+  MeasureOptions o;
+  o.reps = reps, o.check = check, o.ref_budget_flops = ref_budget_flops;
+  return measure(p, r, o);
+}
 
 double now_seconds();  // steady clock
 

@@ -36,8 +36,12 @@ class ImplRunner : public Runner {
         dir_(dir),
         inputs_(std::move(inputs)) {}
   std::string name() const override { return name_; }
-  void prepare() override { impl_->prepare(d_, dir_, inputs_); }
+  void plan() override { impl_->plan(d_, dir_, inputs_); }
+  void weights() override { impl_->weights(); }
+  void forward_state() override { impl_->forward_state(); }
+  void reorder_in() override { impl_->reorder_in(); }
   void run() override { impl_->run(); }
+  void reorder_out() override { impl_->reorder_out(); }
   void sync() override { impl_->sync(); }
   std::vector<Tensor> result() override { return impl_->result(); }
   size_t workspace_bytes() const override { return impl_->workspace_bytes(); }

@@ -30,6 +30,9 @@ namespace pb {
 
 namespace {
 
+// The best search: each candidate runs once (warm-up), then this many times; the median decides.
+constexpr int kFindRuns = 3;
+
 double now_ms() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -47,7 +50,7 @@ class RefImpl : public Impl<Desc> {
  public:
   std::string name() const override { return "ref/naive"; }
   Support supports(const Desc&, Dir) const override { return Support::yes(); }
-  void prepare(const Desc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const Desc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d, dir_ = dir, in_ = in;
     out_.clear();
     for (const Tensor64& t : Traits::reference(d_, dir_, in_)) out_.emplace_back(t.dims());
@@ -62,7 +65,6 @@ class RefImpl : public Impl<Desc> {
     for (const Tensor& t : out_) v.push_back(t.clone());
     return v;
   }
-  bool refresh() override { return true; }
   const Tensor* output_view(size_t i) const override {
     return i < out_.size() ? &out_[i] : nullptr;
   }
@@ -74,9 +76,10 @@ class RefImpl : public Impl<Desc> {
   std::vector<Tensor> out_;
 };
 
-// A primitive call: one implementation prepared once. Each run refreshes it (new activations,
-// updated weights), runs it and, when its outputs are neither host views nor kept on the device,
-// copies them out.
+// A primitive call: one implementation planned once, its weights() prepared at plan time and again
+// whenever the weights changed (every training step: *weights_version moved). Each run redoes the
+// forward state a backward needs, converts and computes (the `step` or `layer` contract) and,
+// when its outputs are neither host views nor kept on the device, copies them out.
 template <class Traits, class Desc>
 struct PrimCall : Call {
   Desc d;
@@ -87,15 +90,27 @@ struct PrimCall : Call {
   // refreshed only when the executor downloads for a check).
   std::vector<Tensor> owned;
   std::vector<const Tensor*> out;
+  // kPrepare: the implementation copied its inputs at plan() (reads_inputs_in_place() false),
+  // so each run plans it again.
   enum Mode { kView, kDevice, kCopy, kPrepare } mode = kView;
+  const int* weights_version = nullptr;  // the executor's; null: the weights never change
+  int weights_seen = 0;
 
+  // Plans the implementation and prepares its weights.
+  void plan() {
+    impl->plan(d, dir, in);
+    impl->weights();
+    if (weights_version) weights_seen = *weights_version;
+  }
   void run() override {
-    if (mode == kPrepare)
-      impl->prepare(d, dir, in);
-    else
-      impl->refresh();
-    impl->run();
-    impl->sync();
+    if (mode == kPrepare) {
+      plan();
+    } else if (weights_version && weights_seen != *weights_version) {
+      impl->weights();
+      weights_seen = *weights_version;
+    }
+    impl->forward_state();
+    run_phases(*impl);
     if (mode == kView || mode == kDevice) return;
     std::vector<Tensor> r = impl->result();
     for (size_t i = 0; i < owned.size(); ++i)
@@ -177,6 +192,9 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
   d.name.clear();
   auto call = std::make_unique<PrimCall<Traits, Desc>>();
   call->d = d, call->dir = dir, call->in = in;
+  // Inference prepares weight-derived state once, here (and again only when params() hands the
+  // weights out for changes); training redoes it every step.
+  call->weights_version = &weights_version;
   CallInfo& info = call->info;
   info.layer = layer, info.phase = phase, info.prim = Traits::kPrim, info.desc = d.str();
   info.flops = d.flops(dir);
@@ -208,11 +226,17 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
       for (size_t i = 0; i < cands.size(); ++i) {
         PrimCall<Traits, Desc> trial;
         trial.d = d, trial.dir = dir, trial.in = in, trial.impl = std::move(cands[i]);
-        trial.impl->prepare(d, dir, in);
-        trial.mode = trial.impl->refresh() ? PrimCall<Traits, Desc>::kView
-                                           : PrimCall<Traits, Desc>::kPrepare;
-        // Copy-out cost is left out of the comparison (it is small beside the call).
-        double t = std::min(time_once(trial), time_once(trial));
+        trial.weights_version = call->weights_version;
+        trial.plan();
+        trial.mode = trial.impl->reads_inputs_in_place() ? PrimCall<Traits, Desc>::kView
+                                                         : PrimCall<Traits, Desc>::kPrepare;
+        // Copy-out cost is left out of the comparison (it is small beside the call). A warm-up,
+        // then the median of kFindRuns timed runs.
+        time_once(trial);
+        std::vector<double> runs;
+        for (int r = 0; r < kFindRuns; ++r) runs.push_back(time_once(trial));
+        std::sort(runs.begin(), runs.end());
+        const double t = runs[runs.size() / 2];
         cands[i] = std::move(trial.impl);
         if (t < best) best = t, pick = i;
       }
@@ -234,9 +258,9 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
   }
   call->impl = std::move(cands[pick]);
   info.impl = call->impl->name();
-  if (!prepared) call->impl->prepare(d, dir, in);
+  if (!prepared) call->plan();
   const size_t n = Traits::output_names(d, dir).size();
-  const bool refreshable = call->impl->refresh();
+  const bool refreshable = call->impl->reads_inputs_in_place();
   bool views = refreshable;
   for (size_t i = 0; views && i < n; ++i) views = call->impl->output_view(i) != nullptr;
   bool on_dev = dev && refreshable;
@@ -250,8 +274,8 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
     call->mode = on_dev        ? PrimCall<Traits, Desc>::kDevice
                  : refreshable ? PrimCall<Traits, Desc>::kCopy
                                : PrimCall<Traits, Desc>::kPrepare;
-    call->impl->run();
-    call->impl->sync();
+    call->impl->forward_state();
+    run_phases(*call->impl);
     // Host copies (on the device: their shapes, and contents for checks).
     for (Tensor& t : call->impl->result()) call->owned.push_back(std::move(t));
     for (const Tensor& t : call->owned) call->out.push_back(&t);
@@ -356,6 +380,7 @@ Executor::~Executor() = default;
 
 double Executor::step() {
   p_->push();
+  if (p_->opt.train) ++p_->weights_version;  // the last step's SGD update changed them
   const double t0 = now_ms();
   for (size_t i = 0; i < p_->calls.size(); ++i) {
     const double a = now_ms();
@@ -434,6 +459,7 @@ size_t Executor::planned_bytes() const {
 std::vector<std::pair<std::string, Tensor*>> Executor::params() {
   p_->pull();
   p_->push_due = true;
+  ++p_->weights_version;  // the caller may change them
   std::vector<std::pair<std::string, Tensor*>> v;
   for (size_t l = 0; l < p_->st.size(); ++l) {
     auto& s = p_->st[l];

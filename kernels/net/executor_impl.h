@@ -59,6 +59,8 @@ struct Executor::Impl {
   // The host's input, labels or weights were handed out for writing: from then on every step
   // uploads them first (untimed), since the caller may write them at any time.
   bool push_due = false;
+  // Moves when the weights may have changed (each training step, params()): calls redo weights().
+  int weights_version = 0;
 
   // Thrown while planning on the device when a call cannot stay there: the plan starts over
   // with host round trips.

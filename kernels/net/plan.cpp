@@ -227,8 +227,8 @@ void Executor::Impl::plan_backward(size_t l) {
       break;
     }
     case LayerKind::rnn: {
-      // The bwd call recomputes the forward it differentiates (rnn.h: in refresh(), or in the
-      // prepare() a step repeats without one): that forward's time is in this call's.
+      // The bwd call recomputes the forward it differentiates (rnn.h: forward_state(), run by
+      // every step): that forward's time is in this call's.
       std::vector<const Tensor*> in = rnn_inputs(s, x);
       in.push_back(g);
       const auto& c = add<RnnTraits>(L.name, "bwd", L.rnn, Dir::bwd, in);

@@ -1,9 +1,9 @@
 // Pooling: the implementation interface, the registry and the factories of every implementation.
 // Inputs and outputs, NCHW fp32:
 //   fwd: inputs {src (mb x ic x ih x iw)}; outputs {dst (mb x ic x oh x ow)}.
-//   bwd: inputs {src, diff_dst}; outputs {diff_src}. Max pooling: prepare() runs the forward
-//        (untimed) to record the argmax workspace from src, and run() only scatters diff_dst
-//        through it. Ties: the first maximum in the window's row-major scan order wins.
+//   bwd: inputs {src, diff_dst}; outputs {diff_src}. Max pooling: forward_state() runs the
+//        forward (untimed) to record the argmax workspace from src, and run() only scatters
+//        diff_dst through it. Ties: the first maximum in the window's row-major scan order wins.
 #pragma once
 
 #include <memory>

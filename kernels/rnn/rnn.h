@@ -15,11 +15,11 @@
 // Directions and their inputs -> outputs:
 //   fwd (training forward: gate activations are kept for a backward):
 //       x, h0, [c0], W, R, b          -> y (T, N, H) all hidden states, [cT (N, H)]
-//   bwd (through time, weights, and x so that layers stack): the forward runs in prepare(),
-//       untimed (and again in refresh(), in a network's timed step); run() is the backward pass
-//       alone, dx = dGates W as one GEMM over all T*N rows. x, h0, [c0], W, R, b, dy      -> dW (G,
-//       H, I), dR (G, H, H), db (Gb, H), dh0, [dc0],
-//                                        dx (T, N, I)
+//   bwd (through time, weights, and x so that layers stack): the forward runs in
+//       forward_state(), untimed by every contract (a network's step runs it, in this call's
+//       time); run() is the backward pass alone, dx = dGates W as one GEMM over all T*N rows.
+//       x, h0, [c0], W, R, b, dy -> dW (G, H, I), dR (G, H, H), db (Gb, H), dh0, [dc0],
+//                                   dx (T, N, I)
 #pragma once
 
 #include <memory>

@@ -83,8 +83,8 @@ TEST(AllreduceMpi, DifferentNOnOneRankIsAnInputErrorNotAHang) {
     auto runner = problem->runner(impl, &why);
     if (!runner) continue;
     try {
-      runner->prepare();
-      ADD_FAILURE() << "prepare() accepted n=" << n << " on rank " << world::rank();
+      runner->plan();
+      ADD_FAILURE() << "plan() accepted n=" << n << " on rank " << world::rank();
     } catch (const InputError& e) {
       EXPECT_EQ(e.field(), "allreduce descriptor field n");
       EXPECT_NE(std::string(e.what()).find("differs across ranks"), std::string::npos) << e.what();

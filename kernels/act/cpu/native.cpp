@@ -63,7 +63,7 @@ class ActCpuNative : public ActImpl {
     return dir == Dir::fwd || dir == Dir::bwd ? Support::yes()
                                               : Support::no("act runs fwd and bwd");
   }
-  void prepare(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
     in_ = in;
@@ -82,7 +82,6 @@ class ActCpuNative : public ActImpl {
     for (const Tensor& t : out_) v.push_back(t.clone());
     return v;
   }
-  bool refresh() override { return true; }  // run() reads the inputs; nothing is derived
   const Tensor* output_view(size_t i) const override {
     return i < out_.size() ? &out_[i] : nullptr;
   }

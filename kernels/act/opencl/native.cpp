@@ -20,10 +20,10 @@ class ActOclNative : public ActImpl {
     return Support::yes();
   }
 
-  void prepare(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
-    in_.clear(), out_.clear();  // prepare() may be called again (a network's next step)
+    in_.clear(), out_.clear();  // plan() may be called again (a network's next step)
     int func = d.func == ActFunc::relu ? 0 : d.func == ActFunc::sigmoid ? 1 : 2;
     cl_program prog = build_.load("act/native.cl", "-DFUNC=" + std::to_string(func));
     for (size_t i = 0; i < in.size(); ++i) in_.push_back(inputs_.get(i, *in[i]));
@@ -55,7 +55,7 @@ class ActOclNative : public ActImpl {
   void run() override { kernel_.enqueue(dims_, global_, nullptr, &event_); }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from the inputs
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
   void* device_output(size_t i) const override {
     const size_t n = d_.func == ActFunc::xent && dir_ == Dir::fwd ? 2 : 1;
     return i < n ? out_[i].get() : nullptr;

@@ -21,7 +21,7 @@ class ActOnednn : public ActImpl {
     if (d.func == ActFunc::xent) return Support::no("oneDNN has no softmax cross-entropy");
     return Support::yes();
   }
-  void prepare(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const ActDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     out_ = Tensor({d.mb, d.ic, d.ih, d.iw});
     try {
@@ -62,7 +62,7 @@ class ActOnednn : public ActImpl {
             {DNNL_ARG_SRC, mem(in[0])}, {DNNL_ARG_DIFF_DST, mem(in[1])}, {DNNL_ARG_DIFF_SRC, out}};
       }
     } catch (const dnnl::error& e) {
-      throw Unsupported(std::string("oneDNN eltwise/softmax: ") + e.what());
+      onednn::rethrow(e, "oneDNN eltwise/softmax");
     }
   }
   void run() override { prim_.execute(onednn::stream(), args_); }
@@ -72,7 +72,6 @@ class ActOnednn : public ActImpl {
     v.push_back(out_.clone());
     return v;
   }
-  bool refresh() override { return true; }  // the primitive reads the inputs in place
   const Tensor* output_view(size_t i) const override { return i == 0 ? &out_ : nullptr; }
 
  private:

@@ -22,14 +22,14 @@ namespace pb {
 // Largest element count of one MPI message: counts are int.
 constexpr int64_t kMaxMpiCount = int64_t{1} << 30;
 
-// Base of the host-memory MPI implementations: prepare() agrees on n across ranks (InputError
+// Base of the host-memory MPI implementations: plan() agrees on n across ranks (InputError
 // on mismatch) and allocates the output; result() returns it.
 class HostAllreduce : public AllreduceImpl {
  public:
   Support supports(const AllreduceDesc&, Dir dir) const override {
     return dir == Dir::fwd ? Support::yes() : Support::no("allreduce runs fwd only");
   }
-  void prepare(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) override;
+  void plan(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) override;
   std::vector<Tensor> result() override;
 
  protected:

@@ -106,7 +106,7 @@ class OclRingAllreduce : public AllreduceImpl {
   Support supports(const AllreduceDesc&, Dir dir) const override {
     return dir == Dir::fwd ? Support::yes() : Support::no("allreduce runs fwd only");
   }
-  void prepare(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) override {
+  void plan(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     comm_ = world::comm();
     world::require_same(d.n, "allreduce descriptor field n");
     d_ = d;

@@ -20,8 +20,8 @@ class RdoubleAllreduce : public HostAllreduce {
   std::string name() const override { return "mpi/rdouble"; }
   size_t workspace_bytes() const override { return tmp_.size() * sizeof(float); }
 
-  void prepare(const AllreduceDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
-    HostAllreduce::prepare(d, dir, in);
+  void plan(const AllreduceDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    HostAllreduce::plan(d, dir, in);
     pof2_ = 1;
     while (pof2_ * 2 <= size_) pof2_ *= 2;
     rem_ = size_ - pof2_;

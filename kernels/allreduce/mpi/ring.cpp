@@ -141,8 +141,8 @@ class RingAllreduce : public HostAllreduce {
  public:
   std::string name() const override { return "mpi/ring"; }
   size_t workspace_bytes() const override { return 2 * slot_elems_ * sizeof(float); }
-  void prepare(const AllreduceDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
-    HostAllreduce::prepare(d, dir, in);
+  void plan(const AllreduceDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    HostAllreduce::plan(d, dir, in);
     slot_elems_ = static_cast<size_t>(size_ > 1 ? ring_max_segment(d.n, size_) : 0);
     port_ = std::make_unique<HostRingPort>(x_->data(), y_.data(), slot_elems_);
   }

@@ -139,7 +139,7 @@ std::string library_version() {
 
 namespace pb {
 
-void HostAllreduce::prepare(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) {
+void HostAllreduce::plan(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) {
   comm_ = world::comm();
   rank_ = world::rank();
   size_ = world::size();

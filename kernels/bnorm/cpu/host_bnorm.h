@@ -14,7 +14,7 @@ class HostBnorm : public BnormImpl {
     return dir == Dir::fwd || dir == Dir::bwd ? Support::yes()
                                               : Support::no("bnorm runs fwd and bwd");
   }
-  void prepare(const BnormDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const BnormDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
     in_ = in;
@@ -30,10 +30,6 @@ class HostBnorm : public BnormImpl {
     size_t vectors = bwd ? d.scale + d.shift : d.inference ? 0 : 4;
     for (size_t i = 0; i < vectors; ++i) out_.emplace_back(Dims{d.ic});
     prepare_more();
-  }
-  bool refresh() override {
-    prepare_more();
-    return true;
   }
   const Tensor* output_view(size_t i) const override {
     return i < out_.size() ? &out_[i] : nullptr;

@@ -23,10 +23,10 @@ class BnormOclNative : public BnormImpl {
     return Support::yes();
   }
 
-  void prepare(const BnormDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const BnormDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
-    bufs_.clear(), outs_.clear();  // prepare() may be called again (a network's next step)
+    bufs_.clear(), outs_.clear();  // plan() may be called again (a network's next step)
     std::string opts = "-DWG=" + std::to_string(kWG) + " -DRELU=" + std::to_string(int(d.relu));
     cl_program prog = build_.load("bnorm/native.cl", opts);
     // Inputs in bnorm.h's order; gamma/beta default to 1/0 without the flags.
@@ -80,7 +80,7 @@ class BnormOclNative : public BnormImpl {
   void run() override { kernel_.enqueue(dims_, global_, local_, &event_); }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from the inputs
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
   void* device_output(size_t i) const override {
     return i < order_.size() ? outs_[order_[i]].get() : nullptr;
   }

@@ -1,7 +1,7 @@
 // onednn/auto batch-norm: oneDNN's batch_normalization on our NCHW tensors (no reorders). Only
 // the primitive is timed; the running-statistics update (ic values, which oneDNN does not do)
-// happens in result(). Fused-ReLU backward needs oneDNN's workspace: prepare() runs the forward
-// (training) once to make it.
+// happens in result(). Fused-ReLU backward needs oneDNN's workspace: forward_state() runs the
+// forward (training) to make it.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
@@ -31,6 +31,7 @@ class BnormOnednn : public HostBnorm {
  protected:
   void prepare_more() override {
     try {
+      fwd_ = dnnl::primitive();
       const BnormDesc& d = d_;
       auto& eng = onednn::engine();
       memory::desc data_md({d.mb, d.ic, d.ih, d.iw}, dt::f32, tag::nchw);
@@ -82,8 +83,8 @@ class BnormOnednn : public HostBnorm {
           fargs[DNNL_ARG_MEAN] = mem(vec_md, mean_);
           fargs[DNNL_ARG_VARIANCE] = mem(vec_md, var_);
         }
-        dnnl::batch_normalization_forward(fpd).execute(onednn::stream(), fargs);
-        onednn::stream().wait();
+        fwd_ = dnnl::batch_normalization_forward(fpd);
+        fwd_args_ = fargs;
       }
       auto bprop = d.scale || d.shift ? dnnl::prop_kind::backward : dnnl::prop_kind::backward_data;
       dnnl::batch_normalization_backward::primitive_desc bpd(
@@ -105,11 +106,21 @@ class BnormOnednn : public HostBnorm {
       }
       if (d.relu) args_[DNNL_ARG_WORKSPACE] = ws_;
     } catch (const dnnl::error& e) {
-      throw Unsupported(std::string("oneDNN batch_normalization: ") + e.what());
+      onednn::rethrow(e, "oneDNN batch_normalization");
     }
   }
 
+ public:
+  // Backward with the ReLU fused: the forward's workspace (its ReLU mask), from the new source.
+  void forward_state() override {
+    if (!fwd_) return;
+    fwd_.execute(onednn::stream(), fwd_args_);
+    onednn::stream().wait();
+  }
+
  private:
+  dnnl::primitive fwd_;
+  std::unordered_map<int, memory> fwd_args_;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
   memory ws_;

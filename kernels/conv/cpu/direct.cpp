@@ -21,7 +21,7 @@ using direct::store_tile;
 using direct::tap;
 using direct::vf;
 
-// Shape facts the kernel needs, fixed in prepare().
+// Shape facts the kernel needs, fixed in plan().
 struct Plan {
   int64_t icg = 0, kh = 0, kw = 0, ih = 0, sh = 1, ph = 0, dh1 = 1;
   int64_t row_len = 0;        // floats per padded input row
@@ -85,13 +85,12 @@ class DirectConv : public HostConv {
 
   void prepare_more() override {
     const ConvDesc& d = d_;
-    if (dir_ == Dir::bwd_d) return bwd_d_.prepare(d, *wei_);
+    if (dir_ == Dir::bwd_d) return;  // weights() prepares bwd_d_ from the weights
     if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d);
     // 32 channels per tile unless 16 divides the group's channels and 32 does not.
     v_ = direct::pick_v(d.ocg());
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
     j_ = direct::pick_j(d.ow, kMaxJ);
-    repack_weights();
     Plan& p = plan_;
     p.icg = d.icg(), p.kh = d.kh, p.kw = d.kw, p.ih = d.ih, p.sh = d.sh, p.ph = d.ph;
     p.dh1 = d.dh + 1;
@@ -110,8 +109,8 @@ class DirectConv : public HostConv {
     in_.assign(static_cast<size_t>(d.mb * d.ih * p.row_stride), 0.0f);  // padding stays 0
   }
 
-  // New weights: repacked again (the plan and the padded input depend on the shape only).
-  void refresh_more() override {
+  // The weights repacked (the plan and the padded input depend on the shape only).
+  void weights() override {
     if (dir_ == Dir::fwd) repack_weights();
     if (dir_ == Dir::bwd_d) bwd_d_.prepare(d_, *wei_);
   }

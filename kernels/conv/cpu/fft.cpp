@@ -82,14 +82,10 @@ class FftConv final : public HostConv {
                                          real_out_[0].data(), nullptr, 1, int(n), FFTW_ESTIMATE));
     }
     if (!fwd_ || !inv_) throw RuntimeError("cpu/fft: FFTW could not plan " + e_.str());
-    if (bwd)
-      transform_filters(bwd_as_fwd::filter(d_, *wei_));
-    else
-      transform_filters(*wei_);
   }
 
-  // New weights: their spectra again (the plans and workspaces depend on the shape only).
-  void refresh_more() override {
+  // The weights' spectra (the plans and workspaces depend on the shape only).
+  void weights() override {
     if (dir_ == Dir::fwd) transform_filters(*wei_);
     if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
   }

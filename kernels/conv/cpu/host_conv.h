@@ -14,7 +14,7 @@ class HostConv : public DirConv {
  public:
   // Inputs per direction (conv.h): fwd {src, wei}, bwd_d {diff_dst, wei}, bwd_w {src, diff_dst};
   // the output dst_ is dst, diff_src or diff_wei (NCHW / goihw).
-  void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
     src_ = wei_ = diff_dst_ = nullptr;
@@ -37,10 +37,6 @@ class HostConv : public DirConv {
     if (dir_ == Dir::bwd_w)
       channel_sums(diff_dst_->data(), d_.mb, d_.oc, d_.oh * d_.ow, diff_bias_.data());
   }
-  bool refresh() override {
-    refresh_more();
-    return true;
-  }
   const Tensor* output_view(size_t i) const override {
     return i == 0 ? &dst_ : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
   }
@@ -52,10 +48,8 @@ class HostConv : public DirConv {
   }
 
  protected:
-  virtual void prepare_more() {}
-  // New input contents: redo what prepare_more() derived from them (by default all of it).
-  virtual void refresh_more() { prepare_more(); }
-  virtual void run_dir() = 0;  // computes dst_ for dir_
+  virtual void prepare_more() {}  // plan() of the algorithm: what depends on the shape only
+  virtual void run_dir() = 0;     // computes dst_ for dir_
   ConvDesc d_;
   Dir dir_ = Dir::fwd;
   const Tensor* src_ = nullptr;       // fwd, bwd_w

@@ -32,8 +32,6 @@ class Im2colConv : public HostConv {
     fwd_.prepare(d_);
   }
 
-  void refresh_more() override {}  // the plans depend on the shape only; run() reads inputs
-
   void run_dir() override {
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);

@@ -86,10 +86,6 @@ class WinogradConv final : public HostConv {
     rc_ = std::min(rc_, std::max<int64_t>(1, rows / (3 * nthreads_)));
     tc_ = round_up(rc_ * tw_, kRows);
     u_ = Tensor({d.g * F * op_ * d.icg() * kCols});
-    if (bwd)
-      transform_filters(bwd_as_fwd::filter(d_, *wei_));
-    else
-      transform_filters(*wei_);
     s_.clear();
     v_.clear();
     m_.clear();
@@ -103,8 +99,8 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  // New weights: transform them again (the workspaces and bwd_w's buffers depend on the shape).
-  void refresh_more() override {
+  // The transformed weights (the workspaces and bwd_w's buffers depend on the shape only).
+  void weights() override {
     if (dir_ == Dir::fwd) transform_filters(*wei_);
     if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
   }

@@ -12,7 +12,7 @@ constexpr int kLanes = 16;  // lanes transformed together (one AVX-512 vector of
 // Tables for output tile m and kernel 3: alpha = m + 2 points. Row-major. bt and at define the
 // transforms (Kernel1d below computes them; a test checks that they agree).
 //   bt: alpha x alpha (input transform B^T), g: alpha x 3 (filter transform G, in double:
-//   applied once in prepare()),
+//   applied once in weights()),
 //   at: m x alpha (output transform A^T).
 // For 1-D: y = A^T [(G w) .* (B^T d)] is the correlation y_i = sum_j d[i + j] w[j].
 template <int M>

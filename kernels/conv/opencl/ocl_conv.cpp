@@ -30,7 +30,7 @@ ocl::Buffer output(int64_t floats) {
 }
 }  // namespace
 
-void OclConv::prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
+void OclConv::plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
   d_ = d;
   dir_ = dir;
   steps_.clear();
@@ -59,7 +59,7 @@ void OclConv::prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor
     dst_ = output(d.dst_size());
     prepare_fwd();
   }
-  enqueue(true);  // the weight transforms (their first enqueue compiles too)
+  enqueue(true);  // the weight transforms once, so that PoCL compiles them here
   ocl::finish();
   // The first enqueue of each kernel and work-group size compiles it on PoCL: run once here,
   // unless this object ran this very problem already (prepared again for new input contents).
@@ -181,10 +181,8 @@ void OclConv::run() {
   enqueue(false);
 }
 
-bool OclConv::refresh() {
-  if (!inputs_.any_bound()) return false;
+void OclConv::weights() {
   enqueue(true);
-  return true;
 }
 
 void* OclConv::device_output(size_t i) const {

@@ -2,7 +2,7 @@
 // outputs, workspaces), builds programs, keeps the kernel launches that run() enqueues and their
 // times, runs the weight transforms on the device, and adds the bias gradient (and the sum of
 // per-chunk partial gradients) to bwd_w. Inputs may be bound to a network's device buffers
-// (bind_device): then nothing is transferred and refresh() transforms the new weights again.
+// (bind_device): then nothing is transferred, and weights() transforms new weights there.
 #pragma once
 
 #include <memory>
@@ -23,11 +23,12 @@ class OclConv : public DirConv {
   // Uploads (or binds) the direction's inputs and allocates its outputs, calls prepare_fwd /
   // prepare_bwd_d / prepare_bwd_w (bwd_w: then adds the bias-gradient step), transforms the
   // weights and runs once (PoCL compiles at the first enqueue).
-  void prepare(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override;
+  void plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override;
   void run() override;  // enqueues every step but the weight transforms, in order
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  // With bound inputs: enqueues the weight transforms again (the weights changed on the device).
-  bool refresh() override;
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
+  // Enqueues the weight transforms (repacks, flips, Winograd/FFT filter maps) on the device.
+  void weights() override;
   void* device_output(size_t i) const override;
   void sync() override { ocl::finish(); }
   // fwd {dst}, bwd_d {diff_src}, bwd_w {diff_wei, diff_bias}.
@@ -49,7 +50,7 @@ class OclConv : public DirConv {
   // One kernel launch of run(); the kernel's arguments are set once, in prepare_fwd().
   struct Step {
     std::string name;      // the kernel's name, for the per-kernel time counters
-    bool weights = false;  // a weight transform: prepare() and refresh() run it, run() does not
+    bool weights = false;  // a weight transform: weights() runs it, run() does not
     ocl::Kernel kernel;
     cl_uint dims = 1;
     size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
@@ -64,8 +65,8 @@ class OclConv : public DirConv {
 
   // A weight transform (filter_map.cl): each filter (gi, o, c) of wraw_, its kh * kw taps t,
   // gives `a` values out[gi * sg + ooff[o] + coff[c] + aoff[j]] = sum_t coef[j * taps + t] w[t]
-  // for j < a. `out` is zeroed first (positions no filter writes stay 0). It runs in prepare()
-  // and in refresh(), never in run().
+  // for j < a. `out` is zeroed first (positions no filter writes stay 0). It runs in weights(),
+  // never in run().
   struct FilterMap {
     int64_t a = 0;
     std::vector<float> coef;                // a x taps
@@ -111,7 +112,7 @@ class OclConv : public DirConv {
   std::vector<std::unique_ptr<Step>> steps_;
   TiledParams gemm_params_ = TiledParams::from_env();
   size_t ws_bytes_ = 0;
-  std::string warmed_;  // the problem prepare() last ran once to trigger PoCL's compiles
+  std::string warmed_;  // the problem plan() last ran once to trigger PoCL's compiles
   double build_ms_ = 0;
   bool cache_hit_ = true;
 };

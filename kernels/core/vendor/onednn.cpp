@@ -1,5 +1,6 @@
 // The process-wide oneDNN CPU engine and stream.
 #include <cstdio>
+#include <string>
 
 #include "kernels/vendor_onednn.h"
 
@@ -20,6 +21,12 @@ std::string version() {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%d.%d.%d", v->major, v->minor, v->patch);
   return buf;
+}
+
+void rethrow(const dnnl::error& e, const std::string& what) {
+  if (e.status == dnnl_unimplemented) throw Unsupported(what + ": " + e.what());
+  throw RuntimeError(what + ": oneDNN error (status " + std::to_string(static_cast<int>(e.status)) +
+                     "): " + e.what());
 }
 
 }  // namespace pb::onednn

@@ -12,16 +12,12 @@ class HostGemm : public GemmImpl {
   Support supports(const GemmDesc&, Dir dir) const override {
     return dir == Dir::fwd ? Support::yes() : Support::no("gemm runs fwd only");
   }
-  void prepare(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
+  void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     a_ = in[0];
     b_ = in[1];
     c_ = in[2]->clone();
     prepare_more();
-  }
-  bool refresh() override {
-    prepare_more();
-    return true;
   }
   const Tensor* output_view(size_t i) const override { return i == 0 ? &c_ : nullptr; }
   std::vector<Tensor> result() override {

@@ -1,5 +1,5 @@
 // ocl/clblast: CLBlast's SGEMM on the runtime's queue; the first call's kernel build happens in
-// prepare() so that run() is the GEMM alone.
+// plan() so that run() is the GEMM alone.
 #include <clblast.h>
 
 #include <chrono>
@@ -63,7 +63,7 @@ class GemmClblast : public DeviceGemm {
  public:
   std::string name() const override { return "ocl/clblast"; }
 
-  void prepare(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
+  void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     queue_ = ocl::queue();
     upload(d, in);
     // CLBlast would allocate its temporary (padded copies) inside every call: allocate it here.

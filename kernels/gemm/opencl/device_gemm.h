@@ -1,4 +1,4 @@
-// Shared base of the OpenCL GEMMs: A, B and C in device buffers uploaded by prepare() (or bound
+// Shared base of the OpenCL GEMMs: A, B and C in device buffers uploaded by plan() (or bound
 // to a network's buffers: then C is updated in place, as BLAS does), clFinish as sync(), and C
 // downloaded as the result.
 #pragma once
@@ -17,7 +17,7 @@ class DeviceGemm : public GemmImpl {
   }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  bool refresh() override { return inputs_.any_bound(); }  // nothing derives from A, B, C
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
   void* device_output(size_t i) const override { return i == 0 ? c_.get() : nullptr; }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;

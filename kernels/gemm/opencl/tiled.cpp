@@ -28,7 +28,7 @@ class GemmOclTiled : public DeviceGemm {
     return Support::yes();
   }
 
-  void prepare(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
+  void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     p_ = TiledParams::from_env();
     const ocl::DeviceInfo& dev = ocl::device_info();
     if (static_cast<size_t>(p_.rtsm() * p_.rtsn()) > dev.max_work_group_size)

@@ -20,7 +20,6 @@ class OnednnMatmul : public HostGemm {
                   {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_}});
   }
   void sync() override { onednn::stream().wait(); }
-  bool refresh() override { return true; }  // the primitive reads A and B in place
 
  protected:
   void prepare_more() override {
@@ -46,7 +45,7 @@ class OnednnMatmul : public HostGemm {
       wei_ = memory(wei_md, eng, const_cast<float*>(a_->data()));
       dst_ = memory(dst_md, eng, c_.data());
     } catch (const dnnl::error& e) {
-      throw Unsupported(std::string("oneDNN matmul: ") + e.what());
+      onednn::rethrow(e, "oneDNN matmul");
     }
   }
 

@@ -14,17 +14,13 @@ class HostPool : public PoolImpl {
     return dir == Dir::fwd || dir == Dir::bwd ? Support::yes()
                                               : Support::no("pool runs fwd and bwd");
   }
-  void prepare(const PoolDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const PoolDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
     src_ = in[0];
     dy_ = dir == Dir::fwd ? nullptr : in[1];
     out_ = dir == Dir::fwd ? Tensor({d.mb, d.ic, d.oh, d.ow}) : Tensor({d.mb, d.ic, d.ih, d.iw});
     prepare_more();
-  }
-  bool refresh() override {
-    prepare_more();
-    return true;
   }
   const Tensor* output_view(size_t i) const override { return i == 0 ? &out_ : nullptr; }
   std::vector<Tensor> result() override {

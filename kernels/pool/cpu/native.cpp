@@ -1,8 +1,8 @@
 // cpu/native pooling: OpenMP over (n, c) planes; windows are separable (a row pass into a small
 // per-thread buffer, then a column pass), so both passes are unit- or fixed-stride SIMD loops and
 // each plane is read from memory once and written once. Max backward scatters diff_dst through
-// an argmax workspace recorded in prepare(): the window index of the first maximum in row-major
-// scan order (strict '>' while scanning, so ties go to the earliest element).
+// an argmax workspace recorded in forward_state(): the window index of the first maximum in
+// row-major scan order (strict '>' while scanning, so ties go to the earliest element).
 #include <omp.h>
 
 #include <algorithm>
@@ -73,6 +73,15 @@ class PoolCpuNative : public HostPool {
     }
   }
 
+  // Backward of max pooling: the argmax workspace from the source (the forward's record).
+  void forward_state() override {
+    if (dir_ != Dir::bwd || d_.alg != PoolAlg::max) return;
+    if (d_.ws_elem_bytes() == 1)
+      record_argmax(&ws8_);
+    else
+      record_argmax(&ws32_);
+  }
+
  protected:
   void prepare_more() override {
     // Column counts for avgnp divisors (rows likewise); avgp divides by kh*kw.
@@ -80,12 +89,6 @@ class PoolCpuNative : public HostPool {
     cnt_w_ = counts(d_.ow, d_.sw, d_.pw, d_.iw, d_.kw);
     ws8_.clear();
     ws32_.clear();
-    if (dir_ == Dir::bwd && d_.alg == PoolAlg::max) {
-      if (d_.ws_elem_bytes() == 1)
-        record_argmax(&ws8_);
-      else
-        record_argmax(&ws32_);
-    }
     // Window index -> (row, column) offsets within the window.
     di_.resize(d_.kh * d_.kw);
     dj_.resize(d_.kh * d_.kw);

@@ -20,7 +20,7 @@ class PoolOclNative : public PoolImpl {
     return Support::yes();
   }
 
-  void prepare(const PoolDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const PoolDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     dir_ = dir;
     const bool max = d.alg == PoolAlg::max;
@@ -63,11 +63,10 @@ class PoolOclNative : public PoolImpl {
   }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  // Bound: backward recomputes its argmax workspace from the new source.
-  bool refresh() override {
-    if (!inputs_.any_bound()) return false;
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
+  // Backward: its argmax workspace from the source (the forward's record).
+  void forward_state() override {
     if (dir_ == Dir::bwd) fwd_.enqueue(3, gfwd_, nullptr);
-    return true;
   }
   void* device_output(size_t i) const override {
     return i == 0 ? (dir_ == Dir::fwd ? dst_ : dx_).get() : nullptr;

@@ -1,6 +1,6 @@
 // onednn/auto pooling: oneDNN's pooling primitive on our NCHW tensors (no reorders needed).
-// fwd times forward_inference; bwd runs forward_training in prepare() for the workspace and
-// times pooling_backward only.
+// fwd times forward_inference; bwd runs forward_training in forward_state() for the workspace
+// (untimed, as the forward's record) and times pooling_backward only.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
@@ -51,13 +51,11 @@ class PoolOnednn : public HostPool {
       }
       tmp_ = Tensor({d.mb, d.ic, d.oh, d.ow});
       mdst_ = memory(dst_md, eng, tmp_.data());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, msrc_}, {DNNL_ARG_DST, mdst_}};
+      fwd_args_ = {{DNNL_ARG_SRC, msrc_}, {DNNL_ARG_DST, mdst_}};
       if (d.alg == PoolAlg::max) {
         ws_ = memory(fpd.workspace_desc(), eng);
-        args[DNNL_ARG_WORKSPACE] = ws_;
+        fwd_args_[DNNL_ARG_WORKSPACE] = ws_;
       }
-      fwd_.execute(onednn::stream(), args);
-      onednn::stream().wait();
       dnnl::pooling_backward::primitive_desc bpd(
           dnnl::pooling_backward::desc(alg, src_md, dst_md, strides, kernel, pl, pr), eng, fpd);
       bwd_ = dnnl::pooling_backward(bpd);
@@ -65,11 +63,20 @@ class PoolOnednn : public HostPool {
                    {DNNL_ARG_DIFF_SRC, memory(src_md, eng, out_.data())}};
       if (ws_) bwd_args_[DNNL_ARG_WORKSPACE] = ws_;
     } catch (const dnnl::error& e) {
-      throw Unsupported(std::string("oneDNN pooling: ") + e.what());
+      onednn::rethrow(e, "oneDNN pooling");
     }
   }
 
+ public:
+  // Backward: the forward's workspace (max pooling's argmax) from the new source.
+  void forward_state() override {
+    if (dir_ != Dir::bwd) return;
+    fwd_.execute(onednn::stream(), fwd_args_);
+    onednn::stream().wait();
+  }
+
  private:
+  std::unordered_map<int, memory> fwd_args_;
   dnnl::pooling_forward fwd_;
   dnnl::pooling_backward bwd_;
   memory msrc_, mdst_, ws_;

@@ -48,7 +48,7 @@ class RnnCpuBlas : public RnnImpl {
     return dir == Dir::fwd || dir == Dir::bwd ? Support::yes() : Support::no("rnn runs fwd or bwd");
   }
 
-  void prepare(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d, dir_ = dir;
     // OpenBLAS (pthreads) and OpenMP each keep their workers spinning after a parallel region;
     // alternating them every step makes the two pools fight for the cores (the recurrent part
@@ -72,7 +72,8 @@ class RnnCpuBlas : public RnnImpl {
     xp_.assign(T * N * GH, 0);
     hs_.assign((T + 1) * N * H, 0);
     if (c0_) cs_.assign((T + 1) * N * H, 0);
-    load_inputs();
+    load_weights();
+    load_states();
     if (d.cell == Cell::gru) hr_.assign(N * GH, 0), rh_.assign(T * N * H, 0);
     // The pointwise overhead: the per-step sgemms alone vs the whole recurrent part, timed
     // alternately 3 times each (best of 3) so that both see the same machine load.
@@ -108,12 +109,14 @@ class RnnCpuBlas : public RnnImpl {
 
   void run() override { dir_ == Dir::fwd ? forward() : backward(); }
 
-  // A network step: new x, h0, c0 and weights (read in place): transpose the weights again and,
-  // for the backward, recompute the forward activations it differentiates.
-  bool refresh() override {
-    load_inputs();
-    if (dir_ == Dir::bwd) forward();
-    return true;
+  void weights() override { load_weights(); }
+  void reorder_in() override { load_states(); }
+  // The backward's forward activations, recomputed from the inputs (x, h0, c0, W, R read in
+  // place).
+  void forward_state() override {
+    if (dir_ != Dir::bwd) return;
+    load_states();
+    forward();
   }
 
   std::vector<Tensor> result() override {
@@ -155,13 +158,16 @@ class RnnCpuBlas : public RnnImpl {
   }
 
  private:
-  // What prepare() derives from the inputs' contents: W^T, R^T and the initial states.
-  void load_inputs() {
-    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+  // What derives from the weights: W^T and R^T.
+  void load_weights() {
     double t0 = now_seconds();
-    transpose(w_->data(), GH, d_.i, wt_.data());
-    transpose(r_->data(), GH, H, rt_.data());
+    transpose(w_->data(), d_.gh(), d_.i, wt_.data());
+    transpose(r_->data(), d_.gh(), d_.h, rt_.data());
     convert_ms_ = 1e3 * (now_seconds() - t0);
+  }
+  // The initial states into the state sequences.
+  void load_states() {
+    const int64_t N = d_.n, H = d_.h;
     std::copy(h0_->data(), h0_->data() + N * H, hs_.begin());
     if (c0_) std::copy(c0_->data(), c0_->data() + N * H, cs_.begin());
   }

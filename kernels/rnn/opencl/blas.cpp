@@ -45,7 +45,7 @@ class RnnOclBlas : public RnnImpl {
     return Support::yes();
   }
 
-  void prepare(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d, dir_ = dir;
     const int T = d.t, N = d.n, H = d.h, I = d.i, GH = d.gh(), NH = N * H;
     double t0 = now_seconds();
@@ -66,7 +66,7 @@ class RnnOclBlas : public RnnImpl {
     w_ = next_input();
     r_ = next_input();
     b_ = next_input();
-    // W^T (I x GH) and R^T (H x GH), as cpu/blas, by tiled.cl's transpose (see load()).
+    // W^T (I x GH) and R^T (H x GH), as cpu/blas, by tiled.cl's transpose (load_weights()).
     wt_ = ocl::Buffer(4ull * I * GH);
     rt_ = ocl::Buffer(4ull * H * GH);
     tw_ = ocl::Kernel(nn, "transpose");
@@ -80,7 +80,8 @@ class RnnOclBlas : public RnnImpl {
     rh_ = ocl::Buffer(4ull * (d.cell == Cell::gru ? T * NH : 1));
     for (auto& p : ping_) p = ocl::Buffer(4ull * NH);
     t0 = now_seconds();
-    load();
+    load_weights();
+    load_states();
     ocl::finish();
     convert_ms_ = 1e3 * (now_seconds() - t0);
     if (inputs_.any_bound() && dir == Dir::fwd) {  // the outputs as buffers of their own
@@ -141,13 +142,14 @@ class RnnOclBlas : public RnnImpl {
   }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
-  // Bound: new weights transposed and the initial state loaded again; bwd also recomputes the
-  // forward it differentiates (as prepare() does, untimed there).
-  bool refresh() override {
-    if (!inputs_.any_bound()) return false;
-    load();
-    if (dir_ == Dir::bwd) forward();
-    return true;
+  bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
+  void weights() override { load_weights(); }
+  void reorder_in() override { load_states(); }
+  // The backward's forward activations, recomputed from the inputs (as plan() does).
+  void forward_state() override {
+    if (dir_ != Dir::bwd) return;
+    load_states();
+    forward();
   }
   void* device_output(size_t i) const override {
     std::vector<const ocl::Buffer*> out;
@@ -204,12 +206,14 @@ class RnnOclBlas : public RnnImpl {
 
  private:
   // Enqueues W^T, R^T and the initial state (h0, c0 at the start of hs_, cs_).
-  void load() {
+  void load_weights() {
     size_t local[2] = {kXt, kXt};
     size_t gw[2] = {ocl::round_up(d_.i, kXt), ocl::round_up(d_.gh(), kXt)};
     size_t gr[2] = {ocl::round_up(d_.h, kXt), ocl::round_up(d_.gh(), kXt)};
     tw_.enqueue(2, gw, local);
     tr_.enqueue(2, gr, local);
+  }
+  void load_states() {
     const size_t nh = 4ull * d_.n * d_.h;
     hs_.copy_from(h0_, nh);
     if (d_.has_c()) cs_.copy_from(c0_, nh);

@@ -1,7 +1,8 @@
 // onednn/auto: oneDNN's vanilla_rnn (ReLU), lstm and lbr_gru primitives, forward training and
 // backward. Weights are reordered from our gate-major layout (ldgoi) into the formats oneDNN
-// picks, in prepare (reported as convert_ms); the backward's forward runs in prepare too.
-// The backward's gradient w.r.t. x is oneDNN's diff_src_layer (always computed), read back.
+// picks in weights() (reported as convert_ms); the backward's forward runs in forward_state(),
+// its dW and dR come back to our layout in reorder_out(). Outputs are host tensors oneDNN
+// writes in place; the backward's gradient w.r.t. x is oneDNN's diff_src_layer.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
@@ -27,38 +28,46 @@ class RnnOnednn : public RnnImpl {
     return dir == Dir::fwd || dir == Dir::bwd ? Support::yes() : Support::no("rnn runs fwd or bwd");
   }
 
-  void prepare(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+  void plan(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     try {
       prepare_dnnl(d, dir, in);
     } catch (const dnnl::error& e) {
-      throw Unsupported(std::string("oneDNN rnn: ") + e.what());
+      onednn::rethrow(e, "oneDNN rnn");
     }
   }
 
+  // Weights from our gate-major layout (ldgoi) into the formats oneDNN picked.
+  void weights() override {
+    const double t0 = now_seconds();
+    execute(wei_reorders_);
+    onednn::stream().wait();
+    convert_ms_ = 1e3 * (now_seconds() - t0);
+  }
+  // The backward's forward outputs and workspace, from the inputs (read in place).
+  void forward_state() override {
+    if (dir_ != Dir::bwd) return;
+    fwd_.execute(onednn::stream(), fwd_args_);
+    onednn::stream().wait();
+  }
   void run() override {
     auto& s = onednn::stream();
     if (dir_ == Dir::fwd) {
       fwd_.execute(s, fwd_args_);
       return;
     }
-    for (memory* m : {&dw_, &dr_, &db_}) zero(*m);  // oneDNN accumulates weight gradients
+    for (memory* m : {&dw_, &dr_}) zero(*m);  // oneDNN accumulates weight gradients
+    std::memset(outs_[2].data(), 0, outs_[2].bytes());
     bwd_.execute(s, bwd_args_);
   }
+  // bwd: dW and dR from oneDNN's formats into ours.
+  void reorder_out() override { execute(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
-
+  const Tensor* output_view(size_t i) const override {
+    return i < outs_.size() ? &outs_[i] : nullptr;
+  }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
-    if (dir_ == Dir::fwd) {
-      out.push_back(download(dst_layer_, {d_.t, d_.n, d_.h}));
-      if (d_.has_c()) out.push_back(download(dst_iter_c_, {d_.n, d_.h}));
-      return out;
-    }
-    out.push_back(reorder_to_user(dw_, wl_user_md_, {d_.gates(), d_.h, d_.i}));
-    out.push_back(reorder_to_user(dr_, wi_user_md_, {d_.gates(), d_.h, d_.h}));
-    out.push_back(download(db_, {d_.bias_gates(), d_.h}));
-    out.push_back(download(diff_src_iter_, {d_.n, d_.h}));
-    if (d_.has_c()) out.push_back(download(diff_src_iter_c_, {d_.n, d_.h}));
-    out.push_back(download(diff_src_layer_, {d_.t, d_.n, d_.i}));
+    for (const Tensor& t : outs_) out.push_back(t.clone());
     return out;
   }
 
@@ -73,27 +82,33 @@ class RnnOnednn : public RnnImpl {
   static memory user(const memory::desc& md, const Tensor* t) {
     return memory(md, onednn::engine(), const_cast<float*>(t->data()));
   }
-  static Tensor download(const memory& m, Dims dims) {
-    Tensor t(std::move(dims));
-    std::memcpy(t.data(), m.get_data_handle(), t.bytes());
-    return t;
+  // A host tensor of `dims` (one of the outputs, in rnn.h's order) and a oneDNN memory on it.
+  memory output(const memory::desc& md, Dims dims) {
+    outs_.emplace_back(std::move(dims));
+    return memory(md, onednn::engine(), outs_.back().data());
   }
-  Tensor reorder_to_user(const memory& m, const memory::desc& user_md, Dims dims) const {
-    Tensor t(std::move(dims));
-    memory u(user_md, onednn::engine(), t.data());
-    dnnl::reorder(m, u).execute(onednn::stream(), const_cast<memory&>(m), u);
-    onednn::stream().wait();
-    return t;
-  }
+  // A copy of `src` in the layout `want`, filled by weights() (src itself when they agree).
   memory reordered(const memory& src, const memory::desc& want) {
     if (src.get_desc() == want) return src;
     memory m = mem(want);
-    dnnl::reorder(src, m).execute(onednn::stream(), const_cast<memory&>(src), m);
+    wei_reorders_.push_back({src, m});
     return m;
+  }
+  struct Conversion {
+    Conversion(const memory& from, const memory& to) : prim(from, to), from(from), to(to) {}
+    dnnl::reorder prim;
+    memory from, to;
+  };
+  static void execute(std::vector<Conversion>& conversions) {
+    for (auto& c : conversions) c.prim.execute(onednn::stream(), c.from, c.to);
   }
 
   void prepare_dnnl(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
     d_ = d, dir_ = dir;
+    outs_.clear();
+    outs_.reserve(6);
+    wei_reorders_.clear();
+    out_reorders_.clear();
     const memory::dim T = d.t, N = d.n, H = d.h, I = d.i, G = d.gates(), Gb = d.bias_gates();
     memory::desc src_layer_md({T, N, I}, dt::f32, tag::tnc);
     memory::desc dst_layer_md({T, N, H}, dt::f32, tag::tnc);
@@ -136,14 +151,13 @@ class RnnOnednn : public RnnImpl {
       fwd_ = dnnl::vanilla_rnn_forward(rnn_pd), fpd_base = &rnn_pd;
     }
     auto q = [&](dnnl::query what, int idx = 0) { return fpd_base->query_md(what, idx); };
-    double t0 = now_seconds();
     memory fw = reordered(w, q(dnnl::query::weights_md, 0));
     memory fr = reordered(r, q(dnnl::query::weights_md, 1));
-    onednn::stream().wait();
-    convert_ms_ = 1e3 * (now_seconds() - t0);
-    dst_layer_ = mem(dst_layer_md);
+    // fwd outputs {y, cT} are host tensors (output_view()); a backward keeps them to itself.
+    const bool fwd = dir == Dir::fwd;
+    dst_layer_ = fwd ? output(dst_layer_md, {T, N, H}) : mem(dst_layer_md);
     memory dst_iter = mem(iter_md);
-    dst_iter_c_ = lstm ? mem(iter_md) : memory();
+    dst_iter_c_ = !lstm ? memory() : fwd ? output(iter_md, {N, H}) : mem(iter_md);
     ws_ = mem(q(dnnl::query::workspace_md));
     fwd_args_ = {
         {DNNL_ARG_SRC_LAYER, x},       {DNNL_ARG_SRC_ITER, h0},  {DNNL_ARG_WEIGHTS_LAYER, fw},
@@ -153,10 +167,8 @@ class RnnOnednn : public RnnImpl {
     keep_ = {x, h0, c0, w, r, b, fw, fr, dst_iter};
     if (dir == Dir::fwd) return;
 
-    // Backward: the forward's outputs and workspace, zero gradients w.r.t. the last state
-    // (dy already holds dL/dh_T), weight formats as the backward wants them.
-    fwd_.execute(onednn::stream(), fwd_args_);
-    onednn::stream().wait();
+    // Backward: the forward's outputs and workspace (forward_state()), zero gradients w.r.t.
+    // the last state (dy already holds dL/dh_T), weight formats as the backward wants them.
     memory dy = user(dst_layer_md, in[k]);
     const prop_kind bk = prop_kind::backward;
     dnnl::primitive_desc_base* bpd_base = nullptr;
@@ -186,17 +198,18 @@ class RnnOnednn : public RnnImpl {
       bwd_ = dnnl::vanilla_rnn_backward(rnn_bpd), bpd_base = &rnn_bpd;
     }
     auto bq = [&](dnnl::query what, int idx = 0) { return bpd_base->query_md(what, idx); };
-    t0 = now_seconds();
     memory bw = reordered(w, bq(dnnl::query::weights_md, 0));
     memory br = reordered(r, bq(dnnl::query::weights_md, 1));
-    onednn::stream().wait();
-    convert_ms_ += 1e3 * (now_seconds() - t0);
+    // Outputs {dW, dR, db, dh0, [dc0], dx} as host tensors; dW and dR reach ours from oneDNN's
+    // formats in reorder_out().
     dw_ = mem(bq(dnnl::query::diff_weights_md, 0));
     dr_ = mem(bq(dnnl::query::diff_weights_md, 1));
-    db_ = mem(bq(dnnl::query::diff_weights_md, 2));
-    diff_src_iter_ = mem(iter_md);
-    diff_src_iter_c_ = lstm ? mem(iter_md) : memory();
-    diff_src_layer_ = mem(src_layer_md);  // tnc, as x
+    out_reorders_.push_back({dw_, output(wl_user_md_, {G, H, I})});
+    out_reorders_.push_back({dr_, output(wi_user_md_, {G, H, H})});
+    memory db = output(bq(dnnl::query::diff_weights_md, 2), {Gb, H});
+    memory diff_src_iter = output(iter_md, {N, H});
+    memory diff_src_iter_c = lstm ? output(iter_md, {N, H}) : memory();
+    memory diff_src_layer = output(src_layer_md, {T, N, I});  // tnc, as x
     memory ddst_iter = mem(iter_md), ddst_iter_c = mem(iter_md);
     zero(ddst_iter), zero(ddst_iter_c);
     bwd_args_ = {{DNNL_ARG_SRC_LAYER, x},
@@ -207,17 +220,17 @@ class RnnOnednn : public RnnImpl {
                  {DNNL_ARG_DST_LAYER, dst_layer_},
                  {DNNL_ARG_DST_ITER, dst_iter},
                  {DNNL_ARG_WORKSPACE, ws_},
-                 {DNNL_ARG_DIFF_SRC_LAYER, diff_src_layer_},
-                 {DNNL_ARG_DIFF_SRC_ITER, diff_src_iter_},
+                 {DNNL_ARG_DIFF_SRC_LAYER, diff_src_layer},
+                 {DNNL_ARG_DIFF_SRC_ITER, diff_src_iter},
                  {DNNL_ARG_DIFF_WEIGHTS_LAYER, dw_},
                  {DNNL_ARG_DIFF_WEIGHTS_ITER, dr_},
-                 {DNNL_ARG_DIFF_BIAS, db_},
+                 {DNNL_ARG_DIFF_BIAS, db},
                  {DNNL_ARG_DIFF_DST_LAYER, dy},
                  {DNNL_ARG_DIFF_DST_ITER, ddst_iter}};
     if (lstm) {
       bwd_args_[DNNL_ARG_SRC_ITER_C] = c0;
       bwd_args_[DNNL_ARG_DST_ITER_C] = dst_iter_c_;
-      bwd_args_[DNNL_ARG_DIFF_SRC_ITER_C] = diff_src_iter_c_;
+      bwd_args_[DNNL_ARG_DIFF_SRC_ITER_C] = diff_src_iter_c;
       bwd_args_[DNNL_ARG_DIFF_DST_ITER_C] = ddst_iter_c;
     }
   }
@@ -226,9 +239,10 @@ class RnnOnednn : public RnnImpl {
   Dir dir_ = Dir::fwd;
   dnnl::primitive fwd_, bwd_;
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
-  memory dst_layer_, dst_iter_c_, ws_, dw_, dr_, db_, diff_src_layer_, diff_src_iter_,
-      diff_src_iter_c_;
+  memory dst_layer_, dst_iter_c_, ws_, dw_, dr_;
   memory::desc wl_user_md_, wi_user_md_;
+  std::vector<Tensor> outs_;  // the outputs in rnn.h's order, in our layouts
+  std::vector<Conversion> wei_reorders_, out_reorders_;
   std::vector<memory> keep_;
   double convert_ms_ = 0;
 };
