@@ -14,6 +14,7 @@
 #include "benchmarks/bench_common.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
+#include "kernels/core/threads.h"
 #include "kernels/environment.h"
 #include "kernels/net/report.h"
 
@@ -62,12 +63,16 @@ Flags take_flags(int* argc, char** argv) {
       f.find_cache = val;
     else if (key == "--primbench_layers_dir")
       f.layers_dir = val;
-    else if (key == "--primbench_seed" || key == "--primbench_check" || key == "--primbench_dirs")
+    else if (key == "--primbench_threads")
+      pb::set_threads(flag_int(key, val, 1));
+    else if (key == "--primbench_seed" || key == "--primbench_check" || key == "--primbench_dirs" ||
+             key == "--primbench_timing" || key == "--primbench_cache")
       continue;  // accepted for tools/bench's common flags; they do not apply here
     else
       throw pb::InputError(key,
                            "unknown flag (bench_networks: --primbench_nets, _backends, "
-                           "_policies, _modes, _default, _batch, _find_cache, _layers_dir)");
+                           "_policies, _modes, _default, _batch, _find_cache, _layers_dir, "
+                           "_threads)");
   }
   *argc = out;
   for (const auto& m : f.modes)
@@ -75,6 +80,8 @@ Flags take_flags(int* argc, char** argv) {
       throw pb::InputError("--primbench_modes", "'" + m + "' is not infer or train");
   return f;
 }
+
+int g_failures = 0;  // networks that failed to plan or run (FAIL rows): exit status 1
 
 void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt,
          const std::string& layers_dir) {
@@ -86,7 +93,8 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
     st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
     return;
   } catch (const std::exception& e) {
-    st.SkipWithError(e.what());
+    ++g_failures;
+    st.SkipWithError((std::string("FAIL: error: ") + e.what()).c_str());
     return;
   }
   std::vector<double> steps;
@@ -122,6 +130,7 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
 
 int main(int argc, char** argv) {
   try {
+    pb::init_threads_from_env();
     Flags f = take_flags(&argc, argv);
     std::vector<std::string> nets = f.nets.empty() ? pb::Network::list() : f.nets;
     for (const std::string& n : nets) {
@@ -159,5 +168,6 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  if (g_failures) std::fprintf(stderr, "%s: %d network benchmark(s) FAILED\n", argv[0], g_failures);
+  return g_failures ? 1 : 0;
 }

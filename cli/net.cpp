@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "kernels/core/check.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
@@ -22,14 +23,17 @@ int cmd_net(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
                        "--find-cache", "--busbw", "--allreduce-json", "--seed"},
-                      {"--train", "--list"});
+                      {"--train", "--list", "--check"});
   if (a.has("--list") || a.positional.empty()) {
     for (const auto& n : Network::list()) std::printf("%s\n", n.c_str());
     return a.positional.empty() && !a.has("--list") ? 2 : 0;
   }
   if (a.positional.size() != 1)
     throw InputError("network", "give one network name (primbench net --list)");
-  if (a.has("--threads")) set_threads(a.get_int("--threads", 0, 1, 1024));
+  if (a.has("--threads"))
+    set_threads(a.get_int("--threads", 0, 1, 1024));
+  else
+    init_threads_from_env();
   Network net = Network::load(a.positional[0]);
   if (a.has("--batch")) net = net.with_batch(a.get_int("--batch", 0, 1, 1 << 20));
   NetOptions opt;
@@ -82,7 +86,31 @@ int cmd_net(int argc, char** argv) {
               [](const Busbw& x, const Busbw& y) { return x.ranks < y.ranks; });
   }
   Executor ex(net, opt);
-  NetResult r = measure_network(ex, opt, 1, a.get_int("--reps", 3, 1, 1000));
+  // --check: one step against the same network composed of the fp64 reference kernels (same
+  // seed, weights and batch): the output (logits) normwise and the loss; a mismatch exits 1.
+  std::string check_json;
+  bool check_failed = false;
+  if (a.has("--check")) {
+    NetOptions ro = opt;
+    ro.backend = "ref", ro.policy = "first", ro.find_cache = "off";
+    Executor ref(net, ro);
+    ex.step();
+    ref.step();
+    const Tensor &got = ex.output(), &want = ref.output();
+    Comparator cmp;
+    for (int64_t i = 0; i < std::min(got.size(), want.size()); ++i) cmp.add(i, got[i], want[i]);
+    CheckResult c = cmp.finish(tolerance("net", "*", false), false);
+    const double loss_err =
+        std::fabs(ex.loss() - ref.loss()) / std::max(1e-30, std::fabs(ref.loss()));
+    check_failed = got.size() != want.size() || !c.pass || c.mistrusted || !(loss_err <= 1e-4);
+    std::printf(
+        "check against the reference composition: %s  output %s  loss %.6g vs %.6g (rel %.2g)\n",
+        check_failed ? "FAIL" : "PASS", c.summary().c_str(), ex.loss(), ref.loss(), loss_err);
+    check_json = std::string("{\"status\":") + (check_failed ? "\"fail\"" : "\"pass\"") +
+                 ",\"err_l2\":" + json_num(c.l2_rel) + ",\"loss\":" + json_num(ex.loss()) +
+                 ",\"ref_loss\":" + json_num(ref.loss()) + "}";
+  }
+  NetResult r = measure_network(ex, opt, a.has("--check") ? 0 : 1, a.get_int("--reps", 3, 1, 1000));
   std::fputs(table(r).c_str(), stdout);
   std::vector<Projection> proj = project_data_parallel(r, per_p);
   if (!proj.empty()) {
@@ -101,8 +129,12 @@ int cmd_net(int argc, char** argv) {
           p.busbw.ranks, p.busbw.gbs, p.allreduce_ms, p.step_ms, p.efficiency, run.c_str());
     }
   }
-  if (a.has("--json")) write_file_atomic(a.get("--json", ""), to_json(r, proj, source) + "\n");
-  return 0;
+  if (a.has("--json")) {
+    std::string j = to_json(r, proj, source);
+    if (!check_json.empty()) j = j.substr(0, j.rfind('}')) + ",\"check\":" + check_json + "}";
+    write_file_atomic(a.get("--json", ""), j + "\n");
+  }
+  return check_failed ? 1 : 0;
 }
 
 }  // namespace pb::cli

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kernels/availability.h"
+#include "kernels/conv/conv.h"
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
 #include "kernels/net/executor.h"
@@ -171,6 +173,46 @@ TEST(NetSmoke, LstmNetworkMatchesTheReferenceComposition) {
 
 // After SGD steps each algorithm must compute with the updated weights (refresh() redoes its
 // weight transforms): three steps with a learning rate, against the reference composition.
+// Which implementation each convolution call ran, against what the registry says should run
+// under each policy: `first` the first supporting one in registry order, an algorithm name
+// that algorithm wherever it supports the call (else a counted fallback), `best` one of the
+// supporting ones, found by timing.
+TEST(NetSmoke, PoliciesRunTheImplementationsTheyName) {
+  const Network net = Network::load("tiny_resnet");
+  for (const std::string policy : {"first", "winograd_f4", "im2col", "fft", "best"}) {
+    Executor ex(net, options("cpu", policy, true));
+    int convs = 0, expected_fallbacks = 0;
+    for (const CallInfo& c : ex.calls()) {
+      if (c.prim != "conv") continue;
+      ++convs;
+      const ConvDesc d = ConvDesc::parse(c.desc);
+      const Dir dir = parse_dir(c.phase);
+      std::vector<std::string> supporting;
+      for (const auto& e : conv_registry())
+        if (e.name.rfind("cpu/", 0) == 0 && e.unavailable().empty() && e.make()->supports(d, dir))
+          supporting.push_back(e.name);
+      ASSERT_FALSE(supporting.empty()) << c.layer << " " << c.phase;
+      const std::string named = "cpu/" + policy;
+      const bool has_named =
+          std::find(supporting.begin(), supporting.end(), named) != supporting.end();
+      if (policy == "first") {
+        EXPECT_EQ(c.impl, supporting.front()) << c.layer << " " << c.phase;
+      } else if (policy == "best") {
+        EXPECT_NE(std::find(supporting.begin(), supporting.end(), c.impl), supporting.end())
+            << c.layer << " " << c.phase << ": " << c.impl;
+        if (supporting.size() > 1) EXPECT_NE(c.note.find("best"), std::string::npos) << c.note;
+      } else if (has_named) {
+        EXPECT_EQ(c.impl, named) << c.layer << " " << c.phase << " under policy " << policy;
+      } else {
+        ++expected_fallbacks;
+        EXPECT_NE(c.note.find("fallback"), std::string::npos) << c.layer << " " << c.phase;
+      }
+    }
+    EXPECT_GT(convs, 0);
+    EXPECT_EQ(ex.fallbacks(), expected_fallbacks) << policy;
+  }
+}
+
 TEST(NetSmoke, UpdatedWeightsReachEveryAlgorithm) {
   const Network net = Network::load("tiny_resnet");
   NetOptions ro = options("ref", "first", true);

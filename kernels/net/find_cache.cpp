@@ -1,15 +1,18 @@
-// The find cache (see find_cache.h). Key: machine (CPU model, threads) + backend + call.
+// The find cache (see find_cache.h). Key: machine (CPU model, threads, build id, library
+// versions) + backend + call.
 #include "kernels/net/find_cache.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/threads.h"
+#include "kernels/environment.h"
 
 namespace pb {
 
@@ -20,7 +23,12 @@ void FindCache::open(const std::string& path, const std::string& backend) {
     const char* home = std::getenv("HOME");
     path_ = e && *e ? e : home ? std::string(home) + "/.cache/primbench/find.tsv" : "off";
   }
-  prefix_ = cpu_model() + " t" + std::to_string(threads()) + "\t" + backend + "\t";
+  // The machine, thread count, build and library versions: a rebuild or an upgraded library
+  // (OpenBLAS, oneDNN, ...) may change which implementation wins, so it finds again.
+  std::string libs;
+  for (const auto& [k, v] : library_versions()) libs += k + "=" + v + ";";
+  prefix_ = cpu_model() + " t" + std::to_string(threads()) + " build " + build_id() + " libs " +
+            std::to_string(std::hash<std::string>()(libs)) + "\t" + backend + "\t";
   lines_.clear();
   dirty_ = false;
   if (path_ == "off") return;

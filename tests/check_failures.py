@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Failures cannot hide: a wrong result (PRIMBENCH_INJECT_ERROR=<impl>) surfaces as FAIL through
+bench_gemm (exit 1, a FAIL row in its JSON), tools/report (listed first, exit 1), tools/bench
+(exit 1) and primbench net --check (exit 1); unchecked rows are marked; tools/report and
+tools/compare refuse to pair results of different timing contracts.
+
+Usage: check_failures.py <repo root> <build dir>
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT, BUILD = sys.argv[1], sys.argv[2]
+BENCH = os.path.join(BUILD, "bench_gemm")
+ARGS = ["--primbench_sets=square", "--benchmark_filter=gemm/cpu/.*square:(128|256)/",
+        "--benchmark_min_time=0.001"]
+failures = []
+
+
+def expect(cond, what, detail=""):
+    if not cond:
+        failures.append(what + ("\n" + detail[-3000:] if detail else ""))
+
+
+def run(cmd, env_extra=None):
+    env = dict(os.environ)
+    env.pop("PRIMBENCH_INJECT_ERROR", None)
+    env.update(env_extra or {})
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=600)
+    return p.returncode, p.stdout
+
+
+def bench(out, *extra, inject=None):
+    env = {"PRIMBENCH_INJECT_ERROR": inject} if inject else {}
+    return run([BENCH] + ARGS + list(extra) +
+               ["--benchmark_out=" + out, "--benchmark_out_format=json"], env)
+
+
+def rows(path):
+    with open(path) as f:
+        return json.load(f)["benchmarks"]
+
+
+tmp = tempfile.mkdtemp(prefix="pb_failures_")
+good, bad, unchecked = (os.path.join(tmp, n + ".json") for n in ("good", "bad", "unchecked"))
+
+# bench_gemm: passes cleanly, every row checked.
+code, out = bench(good)
+expect(code == 0, "bench_gemm without an injected error exits 0 (got %d)" % code, out)
+expect(rows(good) and all(r.get("unchecked") == 0 and r.get("check_n", 0) > 0 for r in rows(good)),
+       "every row of a default run is checked (unchecked=0, check_n>0)")
+for r in rows(good):
+    for k in ("compute_ms", "act_reorder_ms", "wei_transform_ms"):
+        expect(k in r, "row %s has the phase counter %s" % (r["name"], k))
+
+# bench_gemm: an injected error is a FAIL row, named on stderr, and the exit status is 1.
+code, out = bench(bad, inject="cpu/openblas")
+expect(code == 1, "bench_gemm with a wrong result exits 1 (got %d)" % code, out)
+expect("FAIL gemm/cpu/openblas/square:128" in out, "the failed benchmark is named after the run", out)
+failed = [r for r in rows(bad) if r.get("error_occurred")]
+expect(failed and all(r["error_message"].startswith("FAIL: check failed") for r in failed),
+       "the JSON rows of cpu/openblas say FAIL: check failed", json.dumps(failed))
+expect(all("openblas" in r["name"] for r in failed), "only cpu/openblas failed")
+expect(any("transpose_nn" in r["name"] and not r.get("error_occurred") for r in rows(bad)),
+       "the other implementation still ran")
+
+# --primbench_check=0: every row says unchecked.
+code, out = bench(unchecked, "--primbench_check=0")
+expect(code == 0 and all(r.get("unchecked") == 1 for r in rows(unchecked)),
+       "with --primbench_check=0 every row is unchecked=1", out)
+
+# tools/report: failures first, above the table, and exit 1; unchecked rows marked.
+report = os.path.join(ROOT, "tools", "report")
+code, out = run([report, bad])
+expect(code == 1, "tools/report exits 1 when a benchmark failed (got %d)" % code, out)
+expect("FAILED (" in out and out.find("FAILED (") < out.find("relative to best"),
+       "tools/report lists failures before the table", out)
+expect("FAIL gemm/square:128 cpu/openblas: check failed" in out, "the failure names shape and impl", out)
+code, out = run([report, good])
+expect(code == 0 and "FAIL" not in out, "tools/report of a clean run exits 0 with no FAIL", out)
+code, out = run([report, unchecked])
+expect(code == 0 and "cpu/openblas*" in out and "* unchecked" in out,
+       "tools/report marks unchecked results", out)
+
+# Different contracts are not paired unless asked.
+kernel = os.path.join(tmp, "kernel.json")
+code, out = bench(kernel, "--primbench_timing=kernel")
+expect(code == 0, "bench_gemm --primbench_timing=kernel runs (got %d)" % code, out)
+with open(kernel) as f:
+    expect(json.load(f)["context"].get("primbench_timing") == "kernel",
+           "the contract is recorded in the JSON context")
+code, out = run([report, good, kernel])
+expect(code == 2 and "different timing contracts" in out,
+       "tools/report refuses to pair layer and kernel results (got %d)" % code, out)
+code, out = run([report, "--mix-contracts", good, kernel])
+expect(code == 0, "tools/report --mix-contracts pairs them (got %d)" % code, out)
+code, out = run([os.path.join(ROOT, "tools", "compare"), "runs", good, kernel])
+expect(code == 2 and "different timing contracts" in out,
+       "tools/compare refuses runs of different contracts (got %d)" % code, out)
+
+# Bad contract flags: one line naming the flag, exit 2.
+for flag in ("--primbench_timing=sideways", "--primbench_cache=warm"):
+    code, out = bench(os.path.join(tmp, "x.json"), flag)
+    expect(code == 2 and flag.split("=")[0] in out, "%s exits 2 naming the flag" % flag, out)
+
+# tools/bench: a failed benchmark makes it exit 1 (results in a private folder).
+code, out = run([os.path.join(ROOT, "tools", "bench"), "--benchmark_filter=gemm/cpu/openblas/square:256/"],
+                {"PRIMBENCH_INJECT_ERROR": "cpu/openblas",
+                 "PRIMBENCH_RESULTS_DIR": os.path.join(tmp, "results")})
+expect(code == 1 and "bench_gemm failed" in out, "tools/bench exits 1 on a FAIL (got %d)" % code, out)
+
+# primbench net --check: the network's reference comparison catches a wrong layer output.
+cli = os.path.join(BUILD, "primbench")
+net = ["net", "tiny_resnet", "--policy", "first", "--reps", "1", "--find-cache", "off", "--check"]
+code, out = run([cli] + net)
+expect(code == 0 and "reference composition: PASS" in out, "primbench net --check passes", out)
+code, out = run([cli] + net, {"PRIMBENCH_INJECT_ERROR": "cpu/native"})
+expect(code == 1 and "reference composition: FAIL" in out,
+       "primbench net --check exits 1 on a wrong layer output (got %d)" % code, out)
+
+for f in failures:
+    print("FAILED: " + f)
+print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
+sys.exit(1 if failures else 0)
