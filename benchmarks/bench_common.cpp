@@ -279,8 +279,7 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
           // "<net>:<layer>": a name that already says its net is kept, else the set is the net.
           std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
           if (name.find(':') == std::string::npos) name = set + ":" + name;
-          const bool check =
-              f.check && (spec.max_check_flops <= 0 || probe->flops() <= spec.max_check_flops);
+          const bool check = f.check;
           const std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
           if (pre.empty()) continue;
           auto c = std::make_shared<Case>(

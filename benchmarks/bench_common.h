@@ -19,9 +19,6 @@ struct BenchSpec {
   // lstm_fwd, gru_bwd, ... from the cell type). "" registers no benchmark for that problem
   // (bnorm: no bwd of an inference-mode line).
   std::function<std::string(const Problem&, Dir)> prefix_for;
-  // When > 0, problems above this many FLOPs get no err counter (not checked) instead of a
-  // sampled check: for primitives whose every output needs the whole reference (rnn).
-  double max_check_flops = 0;
   // Rewrites a data-set descriptor for --primbench_batch=N (null: the flag is rejected).
   std::function<std::string(const std::string& desc, int batch)> with_batch;
   int default_batch = 0;  // applied when > 0 and --primbench_batch is not given

@@ -118,6 +118,11 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
   st.counters["peak_MB"] = r.peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
   if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
+  // onednn inference: 1 when fused (oneDNN's layouts and post-ops), and its reorders per step.
+  if (opt.backend == "onednn") {
+    st.counters["fused"] = r.composition.rfind("fused", 0) == 0 ? 1 : 0;
+    st.counters["reorders"] = r.reorders;
+  }
   st.counters["batch"] = static_cast<double>(net.batch());
   st.SetLabel(net.name + " batch " + std::to_string(net.batch()));
   if (!layers_dir.empty())
@@ -146,11 +151,15 @@ int main(int argc, char** argv) {
             pb::NetOptions opt;
             opt.backend = backend;
             // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
-            opt.policy = backend == "onednn" && policy == "best" ? "first" : policy;
+            // Policy "composed" (onednn): layer by layer through NCHW, not the fused plan.
+            if (policy == "composed" && backend != "onednn") continue;
+            opt.composed = policy == "composed";
+            opt.policy =
+                backend == "onednn" && (policy == "best" || opt.composed) ? "first" : policy;
             opt.train = mode == "train";
             opt.find_cache = f.find_cache;
-            const std::string name =
-                "net/" + net.name + "/" + backend + "/" + opt.policy + "/" + mode;
+            const std::string name = "net/" + net.name + "/" + backend + "/" +
+                                     (opt.composed ? "composed" : opt.policy) + "/" + mode;
             const std::string dir = f.layers_dir;
             benchmark::RegisterBenchmark(
                 name.c_str(), [net, opt, dir](benchmark::State& st) { run(st, net, opt, dir); })

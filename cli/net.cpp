@@ -23,7 +23,7 @@ int cmd_net(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
                        "--find-cache", "--busbw", "--allreduce-json", "--seed"},
-                      {"--train", "--list", "--check"});
+                      {"--train", "--list", "--check", "--composed"});
   if (a.has("--list") || a.positional.empty()) {
     for (const auto& n : Network::list()) std::printf("%s\n", n.c_str());
     return a.positional.empty() && !a.has("--list") ? 2 : 0;
@@ -40,6 +40,7 @@ int cmd_net(int argc, char** argv) {
   opt.backend = a.get("--backend", "cpu");
   opt.policy = a.get("--policy", "best");
   opt.train = a.has("--train");
+  opt.composed = a.has("--composed");
   opt.find_cache = a.get("--find-cache", "");
   opt.seed = static_cast<uint64_t>(a.get_int("--seed", 1, 0, 1 << 30));
   double busbw = 0;

@@ -165,6 +165,36 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
                             {"ocl", {"first", "best", "im2col", "winograd_f4", "fft"}}});
 }
 
+// Backend onednn in inference runs the fused plan (oneDNN layouts between layers, post-ops),
+// counted reorders, and matches the reference as the composed plan does; --composed and a named
+// algorithm keep the composed calls.
+TEST(NetSmoke, OnednnInferenceIsFused) {
+  if (!backend_available("onednn")) GTEST_SKIP() << onednn_unavailable();
+  const Network net = Network::load("tiny_resnet");
+  Executor ref(net, options("ref", "first", false));
+  ref.step();
+  for (const auto& [policy, composed] : std::vector<std::pair<std::string, bool>>{
+           {"best", false}, {"best", true}, {"winograd", false}}) {
+    NetOptions o = options("onednn", policy, false);
+    o.composed = composed;
+    Executor ex(net, o);
+    const bool fused = policy == "best" && !composed;
+    EXPECT_EQ(ex.composition().rfind("fused", 0) == 0, fused) << ex.composition();
+    if (fused) {
+      EXPECT_GE(ex.reorders(), 1);  // at least the input, NCHW to oneDNN's layout
+      int fused_calls = 0;
+      for (const CallInfo& c : ex.calls()) fused_calls += c.impl == "onednn/fused";
+      EXPECT_GT(fused_calls, 0);
+      EXPECT_EQ(ex.calls().back().impl, "cpu/native");  // the loss
+    }
+    ex.step();
+    ex.step();
+    CheckResult r = compare(ex.output(), ref.output());
+    EXPECT_TRUE(r.pass) << policy << " composed=" << composed << ": " << r.summary();
+    EXPECT_NEAR(ex.loss(), ref.loss(), 1e-4 * std::fabs(ref.loss()));
+  }
+}
+
 // The LSTM network: the recurrent layers composed (dx passed down, W, R, b gradients).
 TEST(NetSmoke, LstmNetworkMatchesTheReferenceComposition) {
   expect_matches_reference("tiny_lstm",

@@ -381,6 +381,19 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   }
   p_->calibrate();
   p_->cache.save();
+#ifdef PRIMBENCH_HAVE_ONEDNN
+  // The fused plan is oneDNN's own choice per layer: policies first and best; a named algorithm
+  // (winograd) keeps the composed calls that honour it.
+  const bool own_choice = opt.policy == "first" || opt.policy == "best";
+  if (opt.backend == "onednn" && !opt.train && !opt.composed && own_choice) {
+    std::string why;
+    if (p_->fuse_onednn(&why))
+      p_->composition = "fused: oneDNN layouts between layers, post-ops, " +
+                        std::to_string(p_->reorders) + " reorders per step";
+    else
+      p_->composition = "composed (" + why + ")";
+  }
+#endif
 }
 
 Executor::~Executor() = default;
@@ -396,6 +409,13 @@ double Executor::step() {
   }
   p_->host_stale = p_->dev != nullptr;
   return now_ms() - t0;
+}
+
+const std::string& Executor::composition() const {
+  return p_->composition;
+}
+int Executor::reorders() const {
+  return p_->reorders;
 }
 
 const std::string& Executor::residency() const {

@@ -113,6 +113,13 @@ struct Executor::Impl {
   };
   std::vector<Calibration> calib;
   void calibrate();
+  // Backend onednn, inference: replaces every call but the loss with oneDNN primitives in their
+  // own layouts and with fused post-ops (vendor/onednn_fused.cpp). False, with *why, when a layer
+  // has no fused form (the composed calls stay).
+  bool fuse_onednn(std::string* why);
+  std::vector<std::unique_ptr<Call>> retired;  // composed calls a fused plan replaced
+  std::string composition = "composed";        // "fused ...", or "composed" and why
+  int reorders = -1;  // layout conversions per step of a fused plan (-1: not counted)
   void plan();
   void plan_forward(size_t l);
   void plan_backward(size_t l);

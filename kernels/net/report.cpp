@@ -38,6 +38,8 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
   r.items_per_s = r.batch / (r.step_ms / 1e3);
   r.fallbacks = ex.fallbacks();
   r.residency = ex.residency();
+  r.composition = ex.composition();
+  r.reorders = ex.reorders();
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < net.layers.size(); ++i) {
     LayerRow row;
@@ -145,28 +147,30 @@ std::string table(const NetResult& r) {
   std::snprintf(buf, sizeof buf,
                 "%s %s %s/%s batch %lld: %.2f ms per batch, %.1f %s/s; sum of layers alone "
                 "%.2f ms (measured/predicted %.3f); planned memory %.1f MB; loss %.4f; "
-                "%d fallback(s)%s%s\n",
+                "%d fallback(s)%s%s; %s\n",
                 r.network.c_str(), r.mode.c_str(), r.backend.c_str(), r.policy.c_str(),
                 static_cast<long long>(r.batch), r.step_ms, r.items_per_s, "items", r.predicted_ms,
                 r.step_ms / r.predicted_ms, r.peak_mb, r.loss, r.fallbacks,
                 r.residency.empty() ? "" : "; tensors: ",
-                r.residency == "device" ? "all on the device" : r.residency.c_str());
+                r.residency == "device" ? "all on the device" : r.residency.c_str(),
+                r.composition.c_str());
   s += buf;
   return s;
 }
 
 std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
                     const std::string& busbw_source) {
-  std::string s = "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
-                  ",\"policy\":" + json_str(r.policy) + ",\"mode\":" + json_str(r.mode) +
-                  ",\"batch\":" + json_num(static_cast<double>(r.batch)) +
-                  ",\"ms_per_batch\":" + json_num(r.step_ms) +
-                  ",\"items_per_s\":" + json_num(r.items_per_s) +
-                  ",\"predicted_ms\":" + json_num(r.predicted_ms) +
-                  ",\"measured_over_predicted\":" + json_num(r.step_ms / r.predicted_ms) +
-                  ",\"peak_MB\":" + json_num(r.peak_mb) + ",\"loss\":" + json_num(r.loss) +
-                  ",\"fallbacks\":" + json_num(r.fallbacks) +
-                  ",\"residency\":" + json_str(r.residency) + ",\"layers\":[";
+  std::string s =
+      "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
+      ",\"policy\":" + json_str(r.policy) + ",\"mode\":" + json_str(r.mode) +
+      ",\"batch\":" + json_num(static_cast<double>(r.batch)) +
+      ",\"ms_per_batch\":" + json_num(r.step_ms) + ",\"items_per_s\":" + json_num(r.items_per_s) +
+      ",\"predicted_ms\":" + json_num(r.predicted_ms) +
+      ",\"measured_over_predicted\":" + json_num(r.step_ms / r.predicted_ms) +
+      ",\"peak_MB\":" + json_num(r.peak_mb) + ",\"loss\":" + json_num(r.loss) +
+      ",\"fallbacks\":" + json_num(r.fallbacks) + ",\"residency\":" + json_str(r.residency) +
+      ",\"composition\":" + json_str(r.composition) + ",\"reorders\":" + json_num(r.reorders) +
+      ",\"layers\":[";
   bool first = true;
   for (const LayerRow& l : r.layers) {
     s += std::string(first ? "" : ",") + "{\"layer\":" + json_str(l.layer) +

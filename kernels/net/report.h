@@ -27,7 +27,9 @@ struct NetResult {
   double peak_mb = 0;
   double loss = 0;
   int fallbacks = 0;
-  std::string residency;  // backend ocl: Executor::residency()
+  std::string residency;    // backend ocl: Executor::residency()
+  std::string composition;  // Executor::composition(): "composed", or onednn's "fused ..."
+  int reorders = -1;        // Executor::reorders(): layout conversions per step (-1: not counted)
   std::vector<LayerRow> layers;
 };
 
