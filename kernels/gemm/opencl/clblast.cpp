@@ -1,5 +1,6 @@
-// ocl/clblast: CLBlast's SGEMM on the runtime's queue; the first call's kernel build happens in
-// plan() so that run() is the GEMM alone.
+// ocl/clblast: CLBlast's SGEMM on the runtime's queue, with parameters tuned for the device by
+// CLBlast's own tuners (clblast_tuning.h; ocl/clblast_default keeps CLBlast's). Tuning and the
+// first call's kernel build happen in plan() so that run() is the GEMM alone.
 #include <clblast.h>
 
 #include <chrono>
@@ -7,64 +8,34 @@
 #include <vector>
 
 #include "kernels/core/error.h"
+#include "kernels/gemm/opencl/clblast_tuning.h"
 #include "kernels/gemm/opencl/device_gemm.h"
 #include "kernels/opencl/runtime.h"
 
 namespace pb {
 namespace {
 
-std::string status_name(clblast::StatusCode s) {
-  int code = static_cast<int>(s);
-  if (code <= 0 && code > -100) return ocl::error_name(code);  // the OpenCL codes
-  switch (s) {
-    case clblast::StatusCode::kNotImplemented:
-      return "kNotImplemented";
-    case clblast::StatusCode::kInvalidMatrixA:
-      return "kInvalidMatrixA";
-    case clblast::StatusCode::kInvalidMatrixB:
-      return "kInvalidMatrixB";
-    case clblast::StatusCode::kInvalidMatrixC:
-      return "kInvalidMatrixC";
-    case clblast::StatusCode::kInvalidDimension:
-      return "kInvalidDimension";
-    case clblast::StatusCode::kInvalidLeadDimA:
-      return "kInvalidLeadDimA";
-    case clblast::StatusCode::kInvalidLeadDimB:
-      return "kInvalidLeadDimB";
-    case clblast::StatusCode::kInvalidLeadDimC:
-      return "kInvalidLeadDimC";
-    case clblast::StatusCode::kInsufficientMemoryA:
-      return "kInsufficientMemoryA";
-    case clblast::StatusCode::kInsufficientMemoryB:
-      return "kInsufficientMemoryB";
-    case clblast::StatusCode::kInsufficientMemoryC:
-      return "kInsufficientMemoryC";
-    case clblast::StatusCode::kInsufficientMemoryTemp:
-      return "kInsufficientMemoryTemp";
-    case clblast::StatusCode::kInvalidLocalMemUsage:
-      return "kInvalidLocalMemUsage";
-    case clblast::StatusCode::kDatabaseError:
-      return "kDatabaseError";
-    case clblast::StatusCode::kUnknownError:
-      return "kUnknownError";
-    case clblast::StatusCode::kUnexpectedError:
-      return "kUnexpectedError";
-    default:
-      return "StatusCode(" + std::to_string(code) + ")";
-  }
-}
-
 void check_status(clblast::StatusCode s, const char* call) {
   if (s != clblast::StatusCode::kSuccess)
-    throw RuntimeError(std::string(call) + " failed: " + status_name(s));
+    throw RuntimeError(std::string(call) + " failed: " + clblast_tuning::status_name(s));
 }
 
 class GemmClblast : public DeviceGemm {
  public:
-  std::string name() const override { return "ocl/clblast"; }
+  explicit GemmClblast(bool tuned) : tuned_(tuned) {}
+  std::string name() const override { return tuned_ ? "ocl/clblast" : "ocl/clblast_default"; }
 
   void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     queue_ = ocl::queue();
+    // The parameters go in first: the temporary buffer's size and the kernels depend on them.
+    if (tuned_) {
+      const clblast_tuning::Tuning& t = clblast_tuning::tuned(&tune_ms_);
+      params_ = &t.params;
+      fallbacks_ = static_cast<double>(t.fallbacks.size());
+    } else {
+      params_ = &clblast_tuning::library_defaults();
+    }
+    clblast_tuning::apply(*params_);
     upload(d, in);
     // CLBlast would allocate its temporary (padded copies) inside every call: allocate it here.
     size_t temp = 0;
@@ -85,12 +56,25 @@ class GemmClblast : public DeviceGemm {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  void run() override { gemm(c_.get(), &event_); }
+  // The override is process-wide: put this GEMM's parameters back should another instance (say
+  // ocl/clblast_default in a network) have changed them since (a comparison when it has not).
+  void run() override {
+    clblast_tuning::apply(*params_);
+    gemm(c_.get(), &event_);
+  }
   size_t workspace_bytes() const override { return temp_.bytes(); }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
     // CLBlast's event covers its last kernel only (the GEMM proper, not any padding copies).
-    return {{"last_kernel_ms", event_.elapsed_ms()}, {"build_ms", build_ms_}};
+    // tuned: 1 on tuned parameters, 0 on CLBlast's own; tune_ms: the tuning this prepare() ran (0
+    // when the parameters came from the cache or an earlier call); tune_fallbacks: kernels kept
+    // on CLBlast's own parameters because the tuner's choice was unusable (named on stderr and in
+    // the cache file).
+    return {{"last_kernel_ms", event_.elapsed_ms()},
+            {"build_ms", build_ms_},
+            {"tuned", tuned_ ? 1.0 : 0.0},
+            {"tune_ms", tune_ms_},
+            {"tune_fallbacks", fallbacks_}};
   }
 
  private:
@@ -109,16 +93,22 @@ class GemmClblast : public DeviceGemm {
                  "clblast::Gemm");
   }
 
+  bool tuned_;
+  const clblast_tuning::Params* params_ = nullptr;
   cl_command_queue queue_ = nullptr;
   ocl::Buffer temp_;
   ocl::Event event_;
-  double build_ms_ = 0;
+  double build_ms_ = 0, tune_ms_ = 0, fallbacks_ = 0;
 };
 
 }  // namespace
 
+std::unique_ptr<GemmImpl> clblast_tuning::make_gemm(bool tuned) {
+  return std::make_unique<GemmClblast>(tuned);
+}
+
 std::unique_ptr<GemmImpl> make_gemm_clblast() {
-  return std::make_unique<GemmClblast>();
+  return clblast_tuning::make_gemm(true);
 }
 
 }  // namespace pb
