@@ -18,6 +18,7 @@ PrimitiveInfo gemm_primitive();
 std::unique_ptr<GemmImpl> make_gemm_openblas();
 std::unique_ptr<GemmImpl> make_gemm_transpose_nn();
 std::unique_ptr<GemmImpl> make_gemm_clblast();
+std::unique_ptr<GemmImpl> make_gemm_clblast_default();
 std::unique_ptr<GemmImpl> make_gemm_ocl_tiled();
 std::unique_ptr<GemmImpl> make_gemm_onednn_matmul();
 

@@ -9,6 +9,7 @@ const Registry<GemmDesc>& gemm_registry() {
       {"cpu/openblas", make_gemm_openblas},
       {"cpu/transpose_nn", make_gemm_transpose_nn},
       {"ocl/clblast", PB_OPENCL_FACTORY(make_gemm_clblast), opencl_unavailable},
+      {"ocl/clblast_default", PB_OPENCL_FACTORY(make_gemm_clblast_default), opencl_unavailable},
       {"ocl/tiled", PB_OPENCL_FACTORY(make_gemm_ocl_tiled), opencl_unavailable},
       {"onednn/matmul", PB_ONEDNN_FACTORY(make_gemm_onednn_matmul), onednn_unavailable},
   };
