@@ -76,7 +76,8 @@ ct::Tuning sample_tuning() {
   for (const auto& [kernel, names] : ct::kernel_parameters())
     for (const auto& name : names) t.params[kernel][name] = v++ % 4 + 1;
   t.params["Xgemm"]["GEMMK"] = 0;
-  t.fallbacks["Xgemm"] = "the tuner chose unusable parameters (size 256: ...)";
+  t.fallbacks["Xgemm"] =
+      "clblast::TuneXgemm<float>(size 256, fraction 0.0005) chose unusable parameters: ...";
   return t;
 }
 
@@ -159,10 +160,10 @@ TEST(ClblastTuneSmoke, TruncatedOrCorruptTextIsRejected) {
       replaced("kernel Copy", "kernel Xaxpy VW=1\nkernel Copy"),      // a kernel not of GEMM
       replaced(xgemm, "garbage\n" + xgemm),                           // an unknown line
       replaced("key ", "kee "),                                       // no key
-      replaced("fallback Xgemm", "fallback Xaxpy"),           // a fallback of no GEMM kernel
-      replaced("fallback Xgemm the", "fallback Xgemm\nthe"),  // a fallback without a reason
-      text + "kernel Copy COPY_DIMX=1\n",                     // after the end
-      std::string(text.size(), '\0'),                         // zeros
+      replaced("fallback Xgemm", "fallback Xaxpy"),  // a fallback of no GEMM kernel
+      replaced("fallback Xgemm clblast", "fallback Xgemm\nclblast"),  // a fallback without a reason
+      text + "kernel Copy COPY_DIMX=1\n",                             // after the end
+      std::string(text.size(), '\0'),                                 // zeros
   };
   for (const auto& t : corrupt) {
     EXPECT_FALSE(ct::from_text(t, key, all_kernels(), &p, &why)) << "accepted:\n" << t;
@@ -273,7 +274,7 @@ TEST(ClblastTuneSmoke, CacheFileIsReadAndApplied) {
 TEST(ClblastTuneSmoke, BadCacheFileIsTunedAgainNotLoaded) {
   SKIP_WITHOUT_OPENCL();
   TempDir dir;
-  const ct::Budget b{"test", {{"Copy", {256}, 0.015}}};
+  const ct::Budget b{"test", {{"Copy", 256, 0.015}}};
   const std::string key = ct::cache_key(b);
   ct::Tuning bogus;
   bogus.params["Copy"] = {{"COPY_DIMX", 3}, {"COPY_DIMY", 3}, {"COPY_VW", 3}, {"COPY_WPT", 3}};
@@ -305,7 +306,7 @@ TEST(ClblastTuneSmoke, FailingTunerIsAnErrorNamingIt) {
   TempDir dir;
   const std::string path = dir.file("tuned.txt");
   // A fraction that samples no configuration: CLBlast's tuner has nothing to return.
-  const ct::Budget b{"test", {{"Copy", {256}, 1e-9}}};
+  const ct::Budget b{"test", {{"Copy", 256, 1e-9}}};
   double tune_ms = 0;
   std::string note;
   try {

@@ -23,21 +23,23 @@ using Params = std::map<std::string, std::map<std::string, size_t>>;
 // XGEMM_MIN_INDIRECT_SIZE ("GemmRoutine") has no tuning API and keeps CLBlast's value.
 const std::map<std::string, std::vector<std::string>>& kernel_parameters();
 
-// One CLBlast tuner of a budget: the kernel, the problem sizes (m = n = k; the later ones are
-// tried only while the choice is unusable, see unusable_reason()) and the fraction of the
+// One CLBlast tuner of a budget: the kernel, the problem size (m = n = k), the fraction of the
 // kernel's search space it samples (CLBlast's `fraction`; its shuffle is seeded, so a budget always
-// samples the same configurations, and only timings decide among them).
+// samples the same configurations, and only timings decide among them), and how many times to
+// run it while its choice is unusable (see unusable_reason(); a rerun measures the same
+// configurations again, which the OpenCL driver has usually cached built).
 struct TunerRun {
   std::string kernel;
-  std::vector<size_t> sizes;
+  size_t size = 0;
   double fraction = 0;
+  int attempts = 1;
 };
 
 // How much tuning; its name and runs are part of the cache key.
 struct Budget {
   std::string name;
   std::vector<TunerRun> runs;
-  std::string str() const;  // "full:Xgemm@256+512/0.0005,..."
+  std::string str() const;  // "full:Xgemm@256/0.0005x3,..."
 };
 // "full": the six GEMM kernels, about a minute on PoCL with 2 cores. "quick": one to a few
 // configurations each, for tests (any valid parameters serve a conformance check).
@@ -78,7 +80,8 @@ bool from_text(const std::string& text, const std::string& key,
 
 // Runs CLBlast's tuners of the budget on ocl::queue() (single precision). Throws RuntimeError
 // naming the tuner, its arguments and CLBlast's status when one fails. A kernel whose choice is
-// unusable at every size keeps CLBlast's own parameters and is named in the fallbacks.
+// unusable (unusable_reason()) at every attempt keeps CLBlast's own parameters and is named in the
+// fallbacks.
 Tuning tune(const Budget& b);
 
 // The tuning for budget `b`: read from `path` when it holds a valid file for the key, else tuned
