@@ -320,7 +320,7 @@ TEST(ClblastTuneSmoke, FailingTunerIsAnErrorNamingIt) {
   EXPECT_FALSE(std::filesystem::exists(path)) << "a failed tuning must not be cached";
 }
 
-// ocl/clblast prepares on the tuned parameters and ocl/clblast_default on CLBlast's; run()
+// ocl/clblast plans on the tuned parameters and ocl/clblast_default on CLBlast's; run()
 // restores each one's own after the other changed them (the override is process-wide).
 TEST(ClblastTuneSmoke, TunedAndDefaultEachRunTheirOwnParameters) {
   SKIP_WITHOUT_OPENCL();
@@ -337,7 +337,7 @@ TEST(ClblastTuneSmoke, TunedAndDefaultEachRunTheirOwnParameters) {
   fill_int(a, 1, 2);
   fill_int(b, 2, 2);
   c.fill(0);
-  tuned->prepare(d, Dir::fwd, {&a, &b, &c});
+  plan_phases(*tuned, d, Dir::fwd, {&a, &b, &c});
   double ignored = 0;
   const ct::Params& want_tuned = ct::tuned(&ignored).params;
   const ct::Params& want_default = ct::library_defaults();
@@ -349,7 +349,7 @@ TEST(ClblastTuneSmoke, TunedAndDefaultEachRunTheirOwnParameters) {
     return p;
   };
   EXPECT_EQ(now(), want_tuned);
-  plain->prepare(d, Dir::fwd, {&a, &b, &c});
+  plan_phases(*plain, d, Dir::fwd, {&a, &b, &c});
   EXPECT_EQ(now(), want_default);
   tuned->run();
   tuned->sync();

@@ -66,7 +66,7 @@ class GemmClblast : public DeviceGemm {
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
     // CLBlast's event covers its last kernel only (the GEMM proper, not any padding copies).
-    // tuned: 1 on tuned parameters, 0 on CLBlast's own; tune_ms: the tuning this prepare() ran (0
+    // tuned: 1 on tuned parameters, 0 on CLBlast's own; tune_ms: the tuning this plan() ran (0
     // when the parameters came from the cache or an earlier call); tune_fallbacks: kernels kept
     // on CLBlast's own parameters because the tuner's choice was unusable (named on stderr and in
     // the cache file).

@@ -1,5 +1,5 @@
 // CLBlast tuned for the device, as CLBlast users tune it: its own tuners (clblast::Tune*) run once
-// per device in the untimed prepare phase, the parameters they choose are cached on disk next to
+// per device in the untimed plan phase, the parameters they choose are cached on disk next to
 // the OpenCL binaries, and clblast::OverrideParameters puts them in before the GEMM runs.
 #pragma once
 

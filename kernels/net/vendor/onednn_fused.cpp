@@ -114,9 +114,7 @@ class Fuser {
     return value_[l];
   }
   // The single consumer of l when it has exactly one, else -1.
-  int only_consumer(size_t l) const {
-    return consumers_[l].size() == 1 ? consumers_[l][0] : -1;
-  }
+  int only_consumer(size_t l) const { return consumers_[l].size() == 1 ? consumers_[l][0] : -1; }
   int only_consumer_of_kind(size_t l, LayerKind k) const {
     const int c = only_consumer(l);
     return c >= 0 && net_.layers[c].kind == k ? c : -1;
@@ -219,7 +217,8 @@ class Fuser {
   // The sum post-op adds into dst: the residual goes there first (a copy, or a reorder).
   void seed_residual(FusedCall& c, const Tail& t, const memory& dst) {
     if (t.add < 0) return;
-    c.steps.push_back({dnnl::reorder(t.residual, dst), {{DNNL_ARG_FROM, t.residual}, {DNNL_ARG_TO, dst}}});
+    c.steps.push_back(
+        {dnnl::reorder(t.residual, dst), {{DNNL_ARG_FROM, t.residual}, {DNNL_ARG_TO, dst}}});
     if (t.residual.get_desc() != dst.get_desc()) ++reorders_;
   }
 
@@ -237,10 +236,9 @@ class Fuser {
     const memory::dims pad_r{std::max<int64_t>(0, d.pad_b()), std::max<int64_t>(0, d.pad_r())};
     dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_auto, any(src_d),
-                                        any(wei_d), memory::desc({d.oc}, dt::f32, tag::x),
-                                        any(dst_d), {d.sh, d.sw}, {d.dh, d.dw}, {d.ph, d.pw},
-                                        pad_r),
+                                        dnnl::algorithm::convolution_auto, any(src_d), any(wei_d),
+                                        memory::desc({d.oc}, dt::f32, tag::x), any(dst_d),
+                                        {d.sh, d.sw}, {d.dh, d.dw}, {d.ph, d.pw}, pad_r),
         attr, eng());
     std::vector<float> wf, bf;
     fold(t, d.oc, d.icg() * d.kh * d.kw, ex_.st[l].w, L.bias ? &ex_.st[l].b : nullptr, &wf, &bf);
@@ -325,12 +323,12 @@ class Fuser {
     const int r = relu_after(l);
     auto c = start_call(L.name, "fwd");
     const memory& x = value_of(L.inputs[0]);
-    auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
-                 dnnl::normalization_flags::use_shift;
+    auto flags = dnnl::normalization_flags::use_global_stats |
+                 dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (d.relu || r >= 0) flags |= dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_forward::primitive_desc pd(
-        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference,
-                                                x.get_desc(), static_cast<float>(d.eps), flags),
+        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, x.get_desc(),
+                                                static_cast<float>(d.eps), flags),
         eng());
     auto& s = ex_.st[l];
     std::vector<float> scale(d.ic, 1.0f), shift(d.ic, 0.0f);
