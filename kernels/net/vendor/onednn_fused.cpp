@@ -228,6 +228,12 @@ class Fuser {
     const Tail t = tail(l, true);
     auto c = start_call(L.name, "fwd");
     auto any = [](const memory::dims& x) { return memory::desc(x, dt::f32, tag::any); };
+    // Activations in oneDNN's 16-channel blocks where the channels allow, else its choice: for
+    // forward_inference `any` picks channels-last (brgconv), measured 2.0x slower on VGG-16 and
+    // 1.23x on ResNet-50 at batch 16 on this machine (Zen 5) than the blocked layout.
+    auto act = [&](const memory::dims& x) {
+      return x[1] % 16 == 0 ? memory::desc(x, dt::f32, tag::nChw16c) : any(x);
+    };
     const memory::dims src_d{d.mb, d.ic, d.ih, d.iw}, dst_d{d.mb, d.oc, d.oh, d.ow};
     memory::dims wei_d = d.g > 1 ? memory::dims{d.g, d.ocg(), d.icg(), d.kh, d.kw}
                                  : memory::dims{d.oc, d.ic, d.kh, d.kw};
@@ -236,8 +242,8 @@ class Fuser {
     const memory::dims pad_r{std::max<int64_t>(0, d.pad_b()), std::max<int64_t>(0, d.pad_r())};
     dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_auto, any(src_d), any(wei_d),
-                                        memory::desc({d.oc}, dt::f32, tag::x), any(dst_d),
+                                        dnnl::algorithm::convolution_auto, act(src_d), any(wei_d),
+                                        memory::desc({d.oc}, dt::f32, tag::x), act(dst_d),
                                         {d.sh, d.sw}, {d.dh, d.dw}, {d.ph, d.pw}, pad_r),
         attr, eng());
     std::vector<float> wf, bf;
