@@ -387,12 +387,30 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   const bool own_choice = opt.policy == "first" || opt.policy == "best";
   if (opt.backend == "onednn" && !opt.train && !opt.composed && own_choice) {
     std::string why;
-    if (p_->fuse_onednn(&why))
+    if (p_->fuse_onednn(&why)) {
       p_->composition = "fused: oneDNN layouts between layers, post-ops, " +
                         std::to_string(p_->reorders) + " reorders per step";
-    else
+      p_->fused_version = p_->weights_version;
+    } else {
       p_->composition = "composed (" + why + ")";
+    }
   }
+#endif
+}
+
+// The fused plan folded the weights it was planned with: after params() handed them out for
+// changes, it is planned again from the composed calls (untimed, before the next step).
+void Executor::Impl::refuse_if_weights_changed() {
+#ifdef PRIMBENCH_HAVE_ONEDNN
+  if (fused_version < 0 || fused_version == weights_version) return;
+  std::unique_ptr<Call> loss;
+  if (net.has_loss()) loss = std::move(calls.back());
+  calls = std::move(retired);
+  retired.clear();
+  if (loss) calls.push_back(std::move(loss));
+  std::string why;
+  if (!fuse_onednn(&why)) throw RuntimeError("oneDNN fused plan could not be made again: " + why);
+  fused_version = weights_version;
 #endif
 }
 
@@ -401,6 +419,7 @@ Executor::~Executor() = default;
 double Executor::step() {
   p_->push();
   if (p_->opt.train) ++p_->weights_version;  // the last step's SGD update changed them
+  p_->refuse_if_weights_changed();
   const double t0 = now_ms();
   for (size_t i = 0; i < p_->calls.size(); ++i) {
     const double a = now_ms();

@@ -119,7 +119,9 @@ struct Executor::Impl {
   bool fuse_onednn(std::string* why);
   std::vector<std::unique_ptr<Call>> retired;  // composed calls a fused plan replaced
   std::string composition = "composed";        // "fused ...", or "composed" and why
-  int reorders = -1;  // layout conversions per step of a fused plan (-1: not counted)
+  int reorders = -1;       // layout conversions per step of a fused plan (-1: not counted)
+  int fused_version = -1;  // weights_version the fused plan was made with (-1: not fused)
+  void refuse_if_weights_changed();
   void plan();
   void plan_forward(size_t l);
   void plan_backward(size_t l);
