@@ -32,6 +32,27 @@ namespace pb {
 
 using RnnImpl = Impl<RnnDesc>;
 
+// The phases of an RNN implementation that keeps its own copies of the (transposed) weights and
+// of the initial states (cpu/blas, ocl/blas): weights() makes the copies of the weights,
+// reorder_in() loads the initial states, forward_state() reruns the forward a backward
+// differentiates (inputs read in place).
+class StagedRnn : public RnnImpl {
+ public:
+  void weights() override { load_weights(); }
+  void reorder_in() override { load_states(); }
+  void forward_state() override {
+    if (!is_backward()) return;
+    load_states();
+    run_forward();
+  }
+
+ protected:
+  virtual void load_weights() = 0;
+  virtual void load_states() = 0;
+  virtual void run_forward() = 0;
+  virtual bool is_backward() const = 0;
+};
+
 const Registry<RnnDesc>& rnn_registry();
 PrimitiveInfo rnn_primitive();
 

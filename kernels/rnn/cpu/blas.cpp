@@ -41,7 +41,7 @@ Tensor copy_of(const std::vector<float>& v, const Dims& dims) {
   return t;
 }
 
-class RnnCpuBlas : public RnnImpl {
+class RnnCpuBlas : public StagedRnn {
  public:
   std::string name() const override { return "cpu/blas"; }
   Support supports(const RnnDesc&, Dir dir) const override {
@@ -109,15 +109,8 @@ class RnnCpuBlas : public RnnImpl {
 
   void run() override { dir_ == Dir::fwd ? forward() : backward(); }
 
-  void weights() override { load_weights(); }
-  void reorder_in() override { load_states(); }
-  // The backward's forward activations, recomputed from the inputs (x, h0, c0, W, R read in
-  // place).
-  void forward_state() override {
-    if (dir_ != Dir::bwd) return;
-    load_states();
-    forward();
-  }
+  void run_forward() override { forward(); }
+  bool is_backward() const override { return dir_ == Dir::bwd; }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
@@ -159,14 +152,14 @@ class RnnCpuBlas : public RnnImpl {
 
  private:
   // What derives from the weights: W^T and R^T.
-  void load_weights() {
+  void load_weights() override {
     double t0 = now_seconds();
     transpose(w_->data(), d_.gh(), d_.i, wt_.data());
     transpose(r_->data(), d_.gh(), d_.h, rt_.data());
     convert_ms_ = 1e3 * (now_seconds() - t0);
   }
   // The initial states into the state sequences.
-  void load_states() {
+  void load_states() override {
     const int64_t N = d_.n, H = d_.h;
     std::copy(h0_->data(), h0_->data() + N * H, hs_.begin());
     if (c0_) std::copy(c0_->data(), c0_->data() + N * H, cs_.begin());

@@ -35,7 +35,7 @@ struct Gemm {
   void enqueue(ocl::Event* ev = nullptr) const { k.enqueue(2, global, local, ev); }
 };
 
-class RnnOclBlas : public RnnImpl {
+class RnnOclBlas : public StagedRnn {
  public:
   std::string name() const override { return "ocl/blas"; }
   Support supports(const RnnDesc& d, Dir dir) const override {
@@ -143,14 +143,8 @@ class RnnOclBlas : public RnnImpl {
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
   bool reads_inputs_in_place() const override { return inputs_.any_bound(); }
-  void weights() override { load_weights(); }
-  void reorder_in() override { load_states(); }
-  // The backward's forward activations, recomputed from the inputs (as plan() does).
-  void forward_state() override {
-    if (dir_ != Dir::bwd) return;
-    load_states();
-    forward();
-  }
+  void run_forward() override { forward(); }
+  bool is_backward() const override { return dir_ == Dir::bwd; }
   void* device_output(size_t i) const override {
     std::vector<const ocl::Buffer*> out;
     if (dir_ == Dir::fwd) out = {&y_, &ct_};
@@ -206,14 +200,14 @@ class RnnOclBlas : public RnnImpl {
 
  private:
   // Enqueues W^T, R^T and the initial state (h0, c0 at the start of hs_, cs_).
-  void load_weights() {
+  void load_weights() override {
     size_t local[2] = {kXt, kXt};
     size_t gw[2] = {ocl::round_up(d_.i, kXt), ocl::round_up(d_.gh(), kXt)};
     size_t gr[2] = {ocl::round_up(d_.h, kXt), ocl::round_up(d_.gh(), kXt)};
     tw_.enqueue(2, gw, local);
     tr_.enqueue(2, gr, local);
   }
-  void load_states() {
+  void load_states() override {
     const size_t nh = 4ull * d_.n * d_.h;
     hs_.copy_from(h0_, nh);
     if (d_.has_c()) cs_.copy_from(c0_, nh);
