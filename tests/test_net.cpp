@@ -205,6 +205,23 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
   CheckResult r = compare(ex.output(), ref2.output());
   EXPECT_TRUE(r.pass) << "after params() changed the weights: " << r.summary();
   EXPECT_GT(compare(ex.output(), ref.output()).l2_rel, 1e-3);  // they did change the output
+
+  // A batch-norm with its own ReLU before a residual add: ReLU, then the sum (not the reverse).
+  const Network bn_relu =
+      Network::load(temp_net("data input mb2c4h6\n"
+                             "c1 conv mb2ic4ih6oc4kh3ph1\n"
+                             "bn1 bnorm mb2ic4ih6_scale_shift_relu\n"
+                             "sum add < bn1,data\n"
+                             "pool pool mb2ic4ih6kh6sh1_avgp\n"
+                             "fc fc oc3 bias\n"
+                             "loss loss xent_mb2ic3\n"));
+  Executor fused(bn_relu, options("onednn", "best", false));
+  Executor ref3(bn_relu, options("ref", "first", false));
+  EXPECT_EQ(fused.composition().rfind("fused", 0), 0u) << fused.composition();
+  fused.step();
+  ref3.step();
+  r = compare(fused.output(), ref3.output());
+  EXPECT_TRUE(r.pass) << "batch-norm ReLU then add: " << r.summary();
 }
 
 // The LSTM network: the recurrent layers composed (dx passed down, W, R, b gradients).

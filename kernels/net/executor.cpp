@@ -94,19 +94,19 @@ struct PrimCall : Call {
   // kPrepare: the implementation copied its inputs at plan() (reads_inputs_in_place() false),
   // so each run plans it again.
   enum Mode { kView, kDevice, kCopy, kPrepare } mode = kView;
-  const int* weights_version = nullptr;  // the executor's; null: the weights never change
+  const int* weights_version = nullptr;  // the executor's (set before plan())
   int weights_seen = 0;
 
   // Plans the implementation and prepares its weights.
   void plan() {
     impl->plan(d, dir, in);
     impl->weights();
-    if (weights_version) weights_seen = *weights_version;
+    weights_seen = *weights_version;
   }
   void run() override {
     if (mode == kPrepare) {
       plan();
-    } else if (weights_version && weights_seen != *weights_version) {
+    } else if (weights_seen != *weights_version) {
       impl->weights();
       weights_seen = *weights_version;
     }

@@ -167,6 +167,12 @@ class Fuser {
     if (allow_bn) {
       const int b = only_consumer_of_kind(t.last, LayerKind::bnorm);
       if (b >= 0) t.bn = t.last = b;
+      // A batch-norm with its own ReLU: the ReLU comes before whatever follows (a residual sum
+      // fused after it would run before the ReLU), so the tail ends there.
+      if (b >= 0 && net_.layers[b].bnorm.relu) {
+        t.relu = b;
+        return t;
+      }
     }
     const int a = only_consumer_of_kind(t.last, LayerKind::add);
     if (a >= 0) {
@@ -174,10 +180,8 @@ class Fuser {
       const int other = A.inputs[0] == t.last ? A.inputs[1] : A.inputs[0];
       if (other != t.last && value_of(other)) t.add = t.last = a, t.residual = value_of(other);
     }
-    const bool bn_relu = t.bn >= 0 && net_.layers[t.bn].bnorm.relu && t.add < 0;
     const int r = relu_after(t.last);
     if (r >= 0) t.relu = t.last = r;
-    if (bn_relu && t.relu < 0) t.relu = t.bn;  // the batch-norm's own fused ReLU
     return t;
   }
   dnnl::post_ops post_ops(const Tail& t) const {
