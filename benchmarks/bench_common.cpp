@@ -300,6 +300,7 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
     benchmark::AddCustomContext("primbench_timing", timing_str(f.timing));
     benchmark::AddCustomContext("primbench_cache", cache_str(f.cache));
     benchmark::AddCustomContext("primbench_check", f.check ? "1" : "0");
+    if (f.batch) benchmark::AddCustomContext("primbench_batch", std::to_string(f.batch));
     if (f.cache == CacheState::cold)
       benchmark::AddCustomContext("primbench_evict_bytes",
                                   std::to_string(2 * last_level_cache_bytes()));

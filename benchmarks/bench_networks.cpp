@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,8 +84,8 @@ Flags take_flags(int* argc, char** argv) {
 
 int g_failures = 0;  // networks that failed to plan or run (FAIL rows): exit status 1
 
-void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt,
-         const std::string& layers_dir) {
+void run(benchmark::State& st, const std::string& name, const pb::Network& net,
+         const pb::NetOptions& opt, const std::string& layers_dir) {
   std::unique_ptr<pb::Executor> ex;
   try {
     ex = std::make_unique<pb::Executor>(net, opt);
@@ -124,7 +125,30 @@ void run(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt
     st.counters["reorders"] = r.reorders;
   }
   st.counters["batch"] = static_cast<double>(net.batch());
+  // Time per kind of layer in the breakdown step (the stacked bars of tools/plot): fc layers are
+  // GEMMs; input, add and loss are "other".
+  std::map<std::string, double> by_kind = {{"conv", 0}, {"gemm", 0}, {"pool", 0}, {"bnorm", 0},
+                                           {"act", 0},  {"rnn", 0},  {"other", 0}};
+  for (const pb::LayerRow& l : r.layers) {
+    const std::string k = l.kind == "fc" ? "gemm" : by_kind.count(l.kind) ? l.kind : "other";
+    by_kind[k] += l.ms;
+  }
+  for (const auto& [k, ms] : by_kind) st.counters["ms_" + k] = ms;
   st.SetLabel(net.name + " batch " + std::to_string(net.batch()));
+  // One line per benchmark for tools/report and tools/plot: every layer's time and choices.
+  if (const char* out = std::getenv("PRIMBENCH_LAYERS_OUT"); out && *out) {
+    // {"name":..., "threads":..., then primbench net --json's fields (network, ..., layers)}
+    const std::string line = "{\"name\":" + pb::json_str(name) +
+                             ",\"threads\":" + std::to_string(pb::threads()) + "," +
+                             pb::to_json(r, {}, "").substr(1) + "\n";
+    std::FILE* fp = std::fopen(out, "a");
+    const bool ok = fp && std::fputs(line.c_str(), fp) >= 0;
+    if (fp) std::fclose(fp);
+    if (!ok) {  // main() checked the file opens: a full disk, say
+      ++g_failures;
+      std::fprintf(stderr, "bench_networks: PRIMBENCH_LAYERS_OUT: cannot append to %s\n", out);
+    }
+  }
   if (!layers_dir.empty())
     pb::write_file_atomic(
         layers_dir + "/" + net.name + "_" + opt.backend + "_" + opt.policy + "_" + r.mode + ".json",
@@ -137,6 +161,11 @@ int main(int argc, char** argv) {
   try {
     pb::init_threads_from_env();
     Flags f = take_flags(&argc, argv);
+    if (const char* out = std::getenv("PRIMBENCH_LAYERS_OUT"); out && *out) {
+      std::FILE* fp = std::fopen(out, "a");
+      if (!fp) throw pb::InputError("PRIMBENCH_LAYERS_OUT", std::string("cannot open ") + out);
+      std::fclose(fp);
+    }
     std::vector<std::string> nets = f.nets.empty() ? pb::Network::list() : f.nets;
     for (const std::string& n : nets) {
       if (n.rfind("tiny_", 0) == 0 && f.nets.empty()) continue;  // check networks
@@ -162,13 +191,15 @@ int main(int argc, char** argv) {
                                      (opt.composed ? "composed" : opt.policy) + "/" + mode;
             const std::string dir = f.layers_dir;
             benchmark::RegisterBenchmark(
-                name.c_str(), [net, opt, dir](benchmark::State& st) { run(st, net, opt, dir); })
+                name.c_str(),
+                [name, net, opt, dir](benchmark::State& st) { run(st, name, net, opt, dir); })
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond)
                 ->Iterations(3);
           }
     }
     for (const auto& [k, v] : pb::environment_facts()) benchmark::AddCustomContext(k, v);
+    if (f.batch) benchmark::AddCustomContext("primbench_batch", std::to_string(f.batch));
   } catch (const pb::InputError& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 2;

@@ -15,6 +15,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
+#include "kernels/environment.h"
 #include "kernels/net/report.h"
 
 namespace pb::cli {
@@ -133,6 +134,7 @@ int cmd_net(int argc, char** argv) {
   if (a.has("--json")) {
     std::string j = to_json(r, proj, source);
     if (!check_json.empty()) j = j.substr(0, j.rfind('}')) + ",\"check\":" + check_json + "}";
+    j = j.substr(0, j.rfind('}')) + ",\"context\":" + environment_json() + "}";
     write_file_atomic(a.get("--json", ""), j + "\n");
   }
   return check_failed ? 1 : 0;

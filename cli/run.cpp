@@ -17,6 +17,7 @@
 #include "kernels/core/machine.h"
 #include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
+#include "kernels/environment.h"
 
 namespace pb::cli {
 
@@ -60,7 +61,9 @@ std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState c
                   ",\"dir\":" + json_str(dir_str(p.dir())) + ",\"status\":" + json_str(r.status);
   const std::string contract =
       ",\"timing\":" + json_str(timing_str(timing)) + ",\"cache\":" + json_str(cache_str(cache));
-  if (r.status == "unsupported") return s + ",\"reason\":" + json_str(r.reason) + contract + "}";
+  if (r.status == "unsupported")
+    return s + ",\"reason\":" + json_str(r.reason) + contract +
+           ",\"context\":" + environment_json() + "}";
   s += ",\"time_ms\":" + json_num(r.time_ms) + ",\"gflops\":" + json_num(r.gflops) +
        ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms) +
        ",\"compute_ms\":" + json_num(r.phases.compute) +
@@ -81,7 +84,7 @@ std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState c
     s += (i ? "," : "") + json_str(r.extra[i].first) + ":" + json_num(r.extra[i].second);
   s += "}";
   if (!r.reason.empty()) s += ",\"reason\":" + json_str(r.reason);
-  return s + contract + "}";
+  return s + contract + ",\"context\":" + environment_json() + "}";
 }
 
 void print_text(const Problem& p, const Row& r) {

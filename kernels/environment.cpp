@@ -1,13 +1,17 @@
-// Collects machine and library facts.
+// Collects machine, build and library facts.
 #include "kernels/environment.h"
 
 #include <fftw3.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "kernels/availability.h"
+#include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 
 #ifdef PRIMBENCH_HAVE_OPENCL
@@ -21,14 +25,33 @@
 #endif
 
 extern "C" char* openblas_get_config();
+extern "C" char* openblas_get_corename();
 
 namespace pb {
 
 namespace {
-std::string fmt(double v) {
+std::string fmt(double v, const char* spec = "%.1f") {
   char b[32];
-  std::snprintf(b, sizeof b, "%.1f", v);
+  std::snprintf(b, sizeof b, spec, v);
   return b;
+}
+
+std::string env_or(const char* name, const char* fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+std::string os_name() {
+  std::ifstream f("/etc/os-release");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return v;
+    }
+  }
+  return "unknown";
 }
 }  // namespace
 
@@ -66,18 +89,62 @@ const std::string& build_id() {
 }
 
 std::vector<std::pair<std::string, std::string>> environment_facts() {
+  const BuildInfo& b = build_info();
+  const CpuFacts& c = cpu_facts();
   const MachineInfo& m = machine_info();
+  utsname u{};
+  uname(&u);
+  struct sysinfo si {};
+  sysinfo(&si);
   std::vector<std::pair<std::string, std::string>> f = {
-      {"cpu_model", m.cpu_model},
-      {"threads", std::to_string(m.threads)},
-      {"peak_gflops", fmt(m.peak_flops / 1e9)},
-      {"triad_gbs", fmt(m.triad_bytes / 1e9)},
+      {"primbench_commit", b.commit},
+      {"primbench_dirty", b.dirty},
       {"build_id", build_id()},
+      {"build_type", b.build_type},
+      {"compiler", b.compiler},
+      {"cxx_flags", b.flags},
+      {"os", os_name()},
+      {"kernel", std::string(u.sysname) + " " + u.release + " " + u.machine},
+      {"ram_gb", fmt(static_cast<double>(si.totalram) * si.mem_unit / (1024.0 * 1024 * 1024))},
+      {"cpu_model", c.model},
+      {"cpu_vendor", c.vendor},
+      {"cpu_family", c.family},
+      {"cpu_model_id", c.model_id},
+      {"cpu_stepping", c.stepping},
+      {"cpu_isa", c.isa},
+      {"cpu_best_isa", c.best_isa},
+      {"sockets", std::to_string(c.sockets)},
+      {"cores", std::to_string(c.cores)},
+      {"hw_threads", std::to_string(c.hw_threads)},
+      {"affinity", c.affinity},
+      {"threads", std::to_string(m.threads)},
+      {"omp_proc_bind", env_or("OMP_PROC_BIND")},
+      {"omp_places", env_or("OMP_PLACES")},
+      {"peak_gflops", fmt(m.peak_flops / 1e9)},
+      {"peak_spread_pct", fmt(m.peak_spread_pct)},
+      {"triad_gbs", fmt(m.triad_bytes / 1e9)},
+      {"triad_spread_pct", fmt(m.triad_spread_pct)},
+      {"probe_cpu_share_pct", fmt(m.cpu_share_pct, "%.0f")},
+      {"probe", m.source},
+      {"openblas_core", openblas_get_corename()},
+      {"openblas_coretype_env", env_or("OPENBLAS_CORETYPE")},
   };
   for (auto& v : library_versions()) f.push_back(std::move(v));
+#ifdef PRIMBENCH_HAVE_ONEDNN
+  f.push_back({"onednn_isa", onednn::effective_isa()});
+  f.push_back(
+      {"onednn_max_cpu_isa_env", env_or("DNNL_MAX_CPU_ISA", env_or("ONEDNN_MAX_CPU_ISA").c_str())});
+#endif
 #ifdef PRIMBENCH_HAVE_OPENCL
   std::string why = opencl_unavailable();
   f.push_back({"opencl_device", why.empty() ? ocl::device_summary() : "none: " + why});
+  if (why.empty()) {
+    const ocl::DeviceInfo& d = ocl::device_info();
+    f.push_back({"opencl_global_mem_mb", std::to_string(d.global_mem_size >> 20)});
+    f.push_back({"opencl_compute_units", std::to_string(d.compute_units)});
+    f.push_back({"opencl_fp64", d.fp64 ? "1" : "0"});
+    f.push_back({"opencl_driver", d.driver_version});
+  }
 #else
   f.push_back({"opencl_device", "none: " + opencl_unavailable()});
 #endif
@@ -89,6 +156,13 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
   f.push_back({"mpi", s.substr(0, s.find(','))});
 #endif
   return f;
+}
+
+std::string environment_json() {
+  std::string s = "{";
+  for (const auto& [k, v] : environment_facts())
+    s += (s.size() > 1 ? "," : "") + json_str(k) + ":" + json_str(v);
+  return s + "}";
 }
 
 }  // namespace pb

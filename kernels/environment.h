@@ -1,5 +1,5 @@
-// Machine and library facts for reports: CPU, measured peak and bandwidth, OpenCL device,
-// library versions. Shared by the CLI (--json) and the benchmarks' JSON context.
+// Machine, build and library facts for reports: where a result came from. Shared by the CLI
+// (--json) and the benchmarks' JSON context.
 #pragma once
 
 #include <string>
@@ -8,10 +8,25 @@
 
 namespace pb {
 
+// Written by cmake/build_info.cmake on every build (build/generated/build_info.cpp).
+struct BuildInfo {
+  std::string commit;      // git commit of the source tree, "unknown" outside a git checkout
+  std::string dirty;       // "1" when tracked files differed from the commit at build time, "0", ""
+  std::string compiler;    // "GNU 12.2.0"
+  std::string flags;       // the C++ flags of the build type plus primbench's compile options
+  std::string build_type;  // "Release", ...
+};
+const BuildInfo& build_info();
+
+// Every fact, in a fixed order: build, OS, CPU and topology, threads and affinity, the probe,
+// libraries (and what they dispatch to), the OpenCL device, MPI. Keys are documented in
+// README.md ("Provenance"). Measures the machine probe when it is not cached.
 std::vector<std::pair<std::string, std::string>> environment_facts();
 // The libraries' versions (OpenBLAS config, FFTW, CLBlast, oneDNN), without the machine probe.
 std::vector<std::pair<std::string, std::string>> library_versions();
 // A hash of the running binary (hex), so that caches of results expire with a rebuild.
 const std::string& build_id();
+// The facts as one JSON object {"key":"value",...} (for the CLI's --json output).
+std::string environment_json();
 
 }  // namespace pb

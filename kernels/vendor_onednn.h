@@ -11,6 +11,8 @@ namespace pb::onednn {
 dnnl::engine& engine();
 dnnl::stream& stream();
 std::string version();  // "2.6.3"
+// The ISA oneDNN dispatches to on this CPU ("avx512_core_bf16", ...; DNNL_MAX_CPU_ISA caps it).
+std::string effective_isa();
 
 // Rethrows a oneDNN error as ours: Unsupported only when oneDNN says it does not implement the
 // case (dnnl_unimplemented), RuntimeError for every other status (a wrong memory descriptor, out

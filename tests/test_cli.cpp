@@ -137,3 +137,92 @@ TEST(CliSmoke, SecondProcessHitsTheOpenclBinaryCache) {
 
 }  // namespace
 }  // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+// The value of "key":"value" in a --json line ("" when absent).
+std::string json_field(const std::string& out, const std::string& key) {
+  const std::string k = "\"" + key + "\":\"";
+  size_t p = out.find(k);
+  if (p == std::string::npos) return "";
+  p += k.size();
+  return out.substr(p, out.find('"', p) - p);
+}
+
+// Issue 17: every result says where it came from.
+TEST(CliSmoke, JsonCarriesProvenance) {
+  auto r = run_cli("run gemm m40n30k20 --impl cpu/openblas --json --reps 1",
+                   "PRIMBENCH_CPU_MODEL='Fake CPU 9000'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(json_field(r.out, "cpu_model"), "Fake CPU 9000") << r.out;
+  const std::string commit = json_field(r.out, "primbench_commit");
+  EXPECT_TRUE(
+      commit == "unknown" ||
+      (commit.size() == 40 && commit.find_first_not_of("0123456789abcdef") == std::string::npos))
+      << commit;
+  EXPECT_NE(json_field(r.out, "primbench_dirty"), "") << r.out;
+  EXPECT_NE(json_field(r.out, "compiler"), "") << r.out;
+  EXPECT_NE(json_field(r.out, "cxx_flags").find("-O"), std::string::npos) << r.out;
+  EXPECT_NE(json_field(r.out, "os"), "") << r.out;
+  EXPECT_EQ(json_field(r.out, "kernel").rfind("Linux ", 0), 0u) << r.out;
+  EXPECT_GT(std::atof(json_field(r.out, "ram_gb").c_str()), 0) << r.out;
+  EXPECT_GE(std::atoi(json_field(r.out, "cores").c_str()), 1) << r.out;
+  EXPECT_GE(std::atoi(json_field(r.out, "hw_threads").c_str()),
+            std::atoi(json_field(r.out, "cores").c_str()))
+      << r.out;
+  EXPECT_NE(json_field(r.out, "affinity"), "") << r.out;
+  EXPECT_NE(json_field(r.out, "cpu_best_isa"), "") << r.out;
+  EXPECT_NE(json_field(r.out, "openblas_core"), "") << r.out;
+  EXPECT_NE(json_field(r.out, "fftw"), "") << r.out;
+  EXPECT_NE(r.out.find("\"peak_spread_pct\":\""), std::string::npos) << r.out;
+  EXPECT_NE(json_field(r.out, "probe"), "") << r.out;
+  // The ISA list is read from the CPU, not invented: AVX2 is listed exactly when cpuinfo has it.
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  ASSERT_NE(f, nullptr);
+  std::string cpuinfo;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) cpuinfo.append(buf.data(), n);
+  std::fclose(f);
+  const bool avx2 = cpuinfo.find(" avx2 ") != std::string::npos;
+  const std::string isa = "," + json_field(r.out, "cpu_isa") + ",";
+  EXPECT_EQ(isa.find(",avx2,") != std::string::npos, avx2) << isa;
+#ifdef PRIMBENCH_HAVE_ONEDNN
+  EXPECT_NE(json_field(r.out, "onednn_isa"), "") << r.out;
+#endif
+}
+
+// The machine probe is cached per machine, thread count and build; PRIMBENCH_PROBE=measure
+// measures again; another CPU model or thread count is another entry; bad values are refused.
+TEST(CliSmoke, ProbeIsCachedPerMachineAndThreads) {
+  const std::string dir = testing::TempDir() + "/pb_probe_" + std::to_string(::getpid());
+  const std::string env = "PRIMBENCH_PROBE_CACHE=" + dir;
+  const std::string cmd = "run gemm m8 --impl cpu/openblas --json --reps 1 --threads 1";
+  auto first = run_cli(cmd, env + " PRIMBENCH_PROBE=measure");
+  ASSERT_EQ(first.status, 0) << first.out;
+  const std::string source = json_field(first.out, "probe");
+  if (source != "measured") {
+    EXPECT_EQ(source.rfind("measured, not cached: ", 0), 0u) << source;
+    std::system(("rm -rf '" + dir + "'").c_str());
+    GTEST_SKIP() << "the machine was too busy to cache a probe: " << source;
+  }
+  auto second = run_cli(cmd, env);
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_EQ(json_field(second.out, "probe"), "cached") << second.out;
+  EXPECT_EQ(json_field(second.out, "peak_gflops"), json_field(first.out, "peak_gflops"));
+  EXPECT_EQ(json_field(second.out, "triad_gbs"), json_field(first.out, "triad_gbs"));
+  auto other_cpu = run_cli(cmd, env + " PRIMBENCH_CPU_MODEL=other");
+  EXPECT_NE(json_field(other_cpu.out, "probe"), "cached") << other_cpu.out;
+  auto two = run_cli("run gemm m8 --impl cpu/openblas --json --reps 1 --threads 2", env);
+  EXPECT_NE(json_field(two.out, "probe"), "cached") << two.out;
+  auto again = run_cli(cmd, env + " PRIMBENCH_PROBE=measure");
+  EXPECT_NE(json_field(again.out, "probe"), "cached") << again.out;
+  auto bad = run_cli(cmd, env + " PRIMBENCH_PROBE=sometimes");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("PRIMBENCH_PROBE"), std::string::npos) << bad.out;
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+}  // namespace
+}  // namespace pb::test

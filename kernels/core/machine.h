@@ -1,4 +1,5 @@
-// Machine probe: measured fp32 FMA peak and triad bandwidth for the thread count in use.
+// Machine facts and the machine probe: measured fp32 FMA peak and triad bandwidth for the thread
+// count in use, and what the CPU is (model, ISA, topology, affinity).
 #pragma once
 
 #include <string>
@@ -8,12 +9,41 @@ namespace pb {
 struct MachineInfo {
   std::string cpu_model;
   int threads = 0;
-  double peak_flops = 0;   // fp32 FLOP/s, FMA loop, all threads
+  double peak_flops = 0;   // fp32 FLOP/s, FMA loop, all threads: the best of several passes
   double triad_bytes = 0;  // bytes/s, a[i] = b[i] + s*c[i] (12 bytes per element, STREAM rule)
+  // Spread of the timed passes, (best - median) / best in percent: above a few percent the
+  // machine was not quiet (or the clock moved) while the probe ran.
+  double peak_spread_pct = 0, triad_spread_pct = 0;
+  // In the best FMA pass, the least CPU time a thread got over the wall time of its loop, in
+  // percent: below 90 other processes (or the hypervisor) took the cores from the probe, and its
+  // figures are a share of the machine.
+  double cpu_share_pct = 100;
+  // "measured" (this process), "cached" (read from probe_cache_file(), measured earlier by
+  // this build on this machine and thread count), or "measured, not cached: <why>".
+  std::string source;
+  std::string cache_file;  // where it was read or written; "" when the cache is off
 };
 
-// Measured once per process and thread count, then cached (takes about 0.5 s).
+// The probe for the current thread count, measured once per process and thread count, or read
+// from the on-disk cache (about 0.5 s when measured). The cache lives in $PRIMBENCH_PROBE_CACHE
+// ("off": none), else $XDG_CACHE_HOME/primbench/probe or ~/.cache/primbench/probe, keyed by the
+// CPU, the thread count and the build (commit, compiler, flags). PRIMBENCH_PROBE=measure measures
+// again and replaces the cached entry. A measurement whose best pass lost more than 10% of its
+// CPU time to other processes, or whose FMA passes spread by more than 10%, is not cached.
 const MachineInfo& machine_info();
-std::string cpu_model();
+
+struct CpuFacts {
+  std::string model;   // /proc/cpuinfo "model name"; PRIMBENCH_CPU_MODEL overrides it
+  std::string vendor;  // "AuthenticAMD", "GenuineIntel", ...
+  std::string family, model_id, stepping;
+  std::string isa;       // the extensions that matter that this CPU has, comma-separated
+  std::string best_isa;  // "amx", "avx512", "avx2", "avx", "sse4.2" or "other"
+  int sockets = 0, cores = 0, hw_threads = 0;  // physical packages, physical cores, logical CPUs
+  std::string affinity;  // the CPUs this process may run on, as a list "0-3,8"
+};
+
+// Read once from /proc/cpuinfo, sysfs and sched_getaffinity.
+const CpuFacts& cpu_facts();
+std::string cpu_model();  // cpu_facts().model
 
 }  // namespace pb

@@ -27,6 +27,7 @@ struct DeviceInfo {
   cl_uint compute_units = 0;
   size_t max_work_group_size = 0;
   cl_ulong local_mem_size = 0, global_mem_size = 0;
+  bool fp64 = false;  // CL_DEVICE_DOUBLE_FP_CONFIG is not empty
 };
 
 // The chosen device (the first GPU, else the first device; PRIMBENCH_OPENCL_DEVICE picks one by
