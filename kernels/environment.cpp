@@ -13,6 +13,7 @@
 #include "kernels/availability.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
+#include "kernels/core/vmath.h"
 
 #ifdef PRIMBENCH_HAVE_OPENCL
 #include "kernels/opencl/runtime.h"
@@ -128,6 +129,7 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"probe", m.source},
       {"openblas_core", openblas_get_corename()},
       {"openblas_coretype_env", env_or("OPENBLAS_CORETYPE")},
+      {"primbench_simd", vmath::isa()},
   };
   for (auto& v : library_versions()) f.push_back(std::move(v));
 #ifdef PRIMBENCH_HAVE_ONEDNN

@@ -91,8 +91,10 @@ const std::vector<Row> kTable = {
      "~sqrt(n)*eps relative in mean/var; rsqrt and the normalisation add a few ulp; backward "
      "sums dy and dy*xhat likewise"},
     {"act", "*", 0, 2e-6,
-     "ReLU on integers is exact; exp/tanh approximations (~1-3 ulp), the softmax division and "
-     "its sum over <= ~1e4 classes (~sqrt(C)*eps), the softmax backward's dot product likewise"},
+     "ReLU on integers is exact; exp/tanh approximations (cpu/native: SLEEF's expf at 1.0 ULP, "
+     "sigmoid <= 3 ULP, tanh in Cephes' form <= 4 ULP, pinned by VmathSmoke; OpenCL and oneDNN: "
+     "their own, ~1-3 ULP), the softmax division and its sum over <= ~1e4 classes "
+     "(~sqrt(C)*eps), the softmax backward's dot product likewise"},
     {"rnn", "*", 5e-6, 5e-6,
      "fp32 GEMMs (K = H + I) plus sigmoid/tanh in fp32 (own exp: < 2e-7 relative; OpenCL and "
      "oneDNN: their libm) vs fp64, propagated through T steps and summed over T*N for the "

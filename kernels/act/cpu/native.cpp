@@ -1,5 +1,5 @@
-// cpu/native activations: OpenMP + SIMD element-wise loops (one pass: read, write), with an
-// inlined polynomial exp (Cephes expf, ~1 ulp) so that sigmoid and tanh vectorise; softmax and
+// cpu/native activations: element-wise loops in one pass (read, write) split across threads,
+// sigmoid and tanh on SLEEF's vector expf (kernels/core/vmath.h); softmax and
 // cross-entropy per position over the channel axis: max, sum of exp(x - max), scale.
 #include <algorithm>
 #include <cmath>
@@ -7,52 +7,38 @@
 #include <cstring>
 #include <vector>
 
+#include <omp.h>
+
 #include "kernels/act/act.h"
+#include "kernels/core/vmath.h"
 
 namespace pb {
 namespace {
 
-inline float vexp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  const float r = x - n * 0.693359375f - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-inline float vsigmoid(float x) {
-  return 1.0f / (1.0f + vexp(-x));
-}
-inline float vtanh(float x) {
-  const float t = vexp(-2.0f * std::fabs(x));
-  return std::copysign((1.0f - t) / (1.0f + t), x);
+// Runs f(begin, count) over [0, n) split into one range per thread (multiples of 64 floats, so
+// that no two threads share a cache line); small arrays run on the calling thread alone.
+template <class F>
+void parallel_ranges(int64_t n, F f) {
+  constexpr int64_t kSerial = 1 << 14;  // below this, a parallel region costs more than it saves
+#pragma omp parallel if (n >= kSerial)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t per = ((n + nt - 1) / nt + 63) / 64 * 64;
+    const int64_t b = std::min(n, t * per), e = std::min(n, b + per);
+    if (b < e) f(b, e - b);
+  }
 }
 
-// One position's softmax over ic channels `st` floats apart: y = exp(x - max) / sum, giving
-// the max and the sum (for the cross-entropy).
-inline void softmax_row(const float* x, float* y, int64_t ic, int64_t st, float* max, float* sum) {
-  // The sum in fp64: 1e4 similar fp32 terms in 16 lanes drift by ~1e-5 (biased rounding).
+// One position's softmax over ic contiguous channels: y = exp(x - max) / sum, giving the max
+// and the sum (for the cross-entropy).
+inline void softmax_row(const float* x, float* y, int64_t ic, float* max, float* sum) {
   float mx = -INFINITY;
-  double sm = 0;
 #pragma omp simd reduction(max : mx)
-  for (int64_t c = 0; c < ic; ++c) mx = std::max(mx, x[c * st]);
-#pragma omp simd reduction(+ : sm)
-  for (int64_t c = 0; c < ic; ++c) {
-    const float e = vexp(x[c * st] - mx);
-    y[c * st] = e;
-    sm += e;
-  }
+  for (int64_t c = 0; c < ic; ++c) mx = std::max(mx, x[c]);
+  const double sm = vmath::exp_shifted_sum(x, y, ic, mx);
   const float r = static_cast<float>(1.0 / sm);
 #pragma omp simd
-  for (int64_t c = 0; c < ic; ++c) y[c * st] *= r;
+  for (int64_t c = 0; c < ic; ++c) y[c] *= r;
   *max = mx, *sum = static_cast<float>(sm);
 }
 
@@ -97,12 +83,10 @@ class ActCpuNative : public ActImpl {
         for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
       case ActFunc::sigmoid:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) y[i] = vsigmoid(x[i]);
+        parallel_ranges(n, [&](int64_t b, int64_t c) { vmath::sigmoid(x + b, y + b, c); });
         break;
       default:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) y[i] = vtanh(x[i]);
+        parallel_ranges(n, [&](int64_t b, int64_t c) { vmath::tanh(x + b, y + b, c); });
     }
   }
 
@@ -117,18 +101,12 @@ class ActCpuNative : public ActImpl {
         for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
         break;
       case ActFunc::sigmoid:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) {
-          const float s = vsigmoid(x[i]);
-          dx[i] = dy[i] * s * (1.0f - s);
-        }
+        parallel_ranges(
+            n, [&](int64_t b, int64_t c) { vmath::sigmoid_bwd(x + b, dy + b, dx + b, c); });
         break;
       default:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) {
-          const float t = vtanh(x[i]);
-          dx[i] = dy[i] * (1.0f - t * t);
-        }
+        parallel_ranges(n,
+                        [&](int64_t b, int64_t c) { vmath::tanh_bwd(x + b, dy + b, dx + b, c); });
     }
   }
 
@@ -149,17 +127,21 @@ class ActCpuNative : public ActImpl {
         float m[kB], s[kB];
         if (d_.func == ActFunc::softmax && !fwd) {  // dx = y * (dy - sum dy*y)
           const float* dy = aux;
-          std::fill(s, s + w, 0.0f);
-          for (int64_t c = 0; c < ic; ++c) {
-            const int64_t o = base + c * hw;
-            for (int64_t j = 0; j < w; ++j) s[j] += dy[o + j] * x[o + j];
-          }
           if (w == 1) {
-            const float dot = s[0];
+            double acc = 0;
+#pragma omp simd reduction(+ : acc)
+            for (int64_t c = 0; c < ic; ++c) acc += dy[base + c * hw] * x[base + c * hw];
+            const float dot = static_cast<float>(acc);
 #pragma omp simd
             for (int64_t c = 0; c < ic; ++c)
               y[base + c * hw] = x[base + c * hw] * (dy[base + c * hw] - dot);
           } else {
+            std::fill(s, s + w, 0.0f);
+            for (int64_t c = 0; c < ic; ++c) {
+              const int64_t o = base + c * hw;
+#pragma omp simd
+              for (int64_t j = 0; j < w; ++j) s[j] += dy[o + j] * x[o + j];
+            }
             for (int64_t c = 0; c < ic; ++c) {
               const int64_t o = base + c * hw;
 #pragma omp simd
@@ -168,12 +150,8 @@ class ActCpuNative : public ActImpl {
           }
           continue;
         }
-        if (w == 1) {
-          // A literal stride 1 (the usual ih = iw = 1) inlines into unit-stride loops.
-          if (hw == 1)
-            softmax_row(x + base, y + base, ic, 1, &m[0], &s[0]);
-          else
-            softmax_row(x + base, y + base, ic, hw, &m[0], &s[0]);
+        if (hw == 1) {  // the usual ih = iw = 1: channels are contiguous
+          softmax_row(x + base, y + base, ic, &m[0], &s[0]);
         } else {
           std::fill(m, m + w, -INFINITY);
           std::fill(s, s + w, 0.0f);
@@ -184,12 +162,12 @@ class ActCpuNative : public ActImpl {
           }
           for (int64_t c = 0; c < ic; ++c) {
             const int64_t o = base + c * hw;
+            float t[kB];
 #pragma omp simd
-            for (int64_t j = 0; j < w; ++j) {
-              const float e = vexp(x[o + j] - m[j]);
-              y[o + j] = e;
-              s[j] += e;
-            }
+            for (int64_t j = 0; j < w; ++j) t[j] = x[o + j] - m[j];
+            vmath::exp(t, y + o, w);
+#pragma omp simd
+            for (int64_t j = 0; j < w; ++j) s[j] += y[o + j];
           }
           float r[kB];
           for (int64_t j = 0; j < w; ++j) r[j] = 1.0f / s[j];

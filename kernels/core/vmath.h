@@ -1,0 +1,24 @@
+// Vectorised element-wise math over arrays, on SLEEF's vector expf (1.0 ULP, the "u10" variant):
+// the AVX-512 or AVX2 path this build compiled and this CPU runs, else SLEEF's scalar expf.
+// tanh follows Cephes' tanhf (odd polynomial below 0.625, else from exp(2|x|)), a few ULP.
+// Serial: callers split the arrays across threads.
+#pragma once
+
+#include <cstdint>
+
+namespace pb::vmath {
+
+// The path in use: "avx512", "avx2" or "scalar". The widest the CPU and the build both have,
+// unless PRIMBENCH_SIMD=avx2|scalar asks for a narrower one (to measure the other paths; a wider
+// one than the CPU runs is an InputError naming PRIMBENCH_SIMD).
+const char* isa();
+
+void exp(const float* x, float* y, int64_t n);  // y = exp(x)
+// y = exp(x - shift); returns the sum of y, accumulated in fp64 (a softmax denominator).
+double exp_shifted_sum(const float* x, float* y, int64_t n, float shift);
+void sigmoid(const float* x, float* y, int64_t n);                        // 1 / (1 + exp(-x))
+void tanh(const float* x, float* y, int64_t n);
+void sigmoid_bwd(const float* x, const float* dy, float* dx, int64_t n);  // dy s (1 - s)
+void tanh_bwd(const float* x, const float* dy, float* dx, int64_t n);     // dy (1 - t^2)
+
+}  // namespace pb::vmath

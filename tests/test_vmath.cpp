@@ -1,0 +1,106 @@
+// kernels/core/vmath: SLEEF-backed element-wise math on every tail length of every vector width,
+// against libm in double. ctest runs this on each SIMD path (PRIMBENCH_SIMD=avx2, scalar).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/core/vmath.h"
+
+namespace pb {
+namespace {
+
+// Distance in units in the last place between float a and the exact value e.
+double ulps(float a, double e) {
+  if (std::isnan(a) || std::isnan(e)) return std::isnan(a) && std::isnan(e) ? 0 : 1e9;
+  const float ef = static_cast<float>(e);
+  if (a == ef) return 0;
+  const double ulp = std::fabs(std::nextafter(ef, INFINITY) - ef);
+  return std::fabs(a - e) / (ulp > 0 ? ulp : 1e-45);
+}
+
+std::vector<float> inputs(int64_t n, float lo, float hi) {
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = lo + (hi - lo) * static_cast<float>(i * 7919 % (n + 1)) / (n + 1);
+  return x;
+}
+
+// Every length around the vector widths (1, 8, 16) and a few blocks: the loop and the tail.
+const int64_t kLengths[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000};
+
+TEST(VmathSmoke, PathIsNamed) {
+  const std::string isa = vmath::isa();
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "scalar") << isa;
+}
+
+TEST(VmathSmoke, ExpSigmoidTanhWithinTheirUlpBounds) {
+  for (int64_t n : kLengths) {
+    SCOPED_TRACE("n = " + std::to_string(n) + ", path " + vmath::isa());
+    const std::vector<float> x = inputs(n, -20.0f, 20.0f), dy = inputs(n, -1.0f, 1.0f);
+    std::vector<float> y(n + 1, 42.0f), dx(n + 1, 42.0f);  // one guard element past the end
+    double worst_exp = 0, worst_sig = 0, worst_tanh = 0, worst_tb = 0, worst_sb = 0;
+    vmath::exp(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) worst_exp = std::max(worst_exp, ulps(y[i], std::exp(double(x[i]))));
+    EXPECT_EQ(y[n], 42.0f) << "wrote past the end";
+    vmath::sigmoid(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      worst_sig = std::max(worst_sig, ulps(y[i], 1.0 / (1.0 + std::exp(-double(x[i])))));
+    vmath::tanh(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) worst_tanh = std::max(worst_tanh, ulps(y[i], std::tanh(double(x[i]))));
+    vmath::tanh_bwd(x.data(), dy.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double t = std::tanh(double(x[i]));
+      // The product's rounding: compare in absolute terms against |dy| (dx is small near 0).
+      worst_tb = std::max(worst_tb, std::fabs(dx[i] - dy[i] * (1 - t * t)) / (std::fabs(dy[i]) + 1e-30));
+    }
+    vmath::sigmoid_bwd(x.data(), dy.data(), dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double s = 1.0 / (1.0 + std::exp(-double(x[i])));
+      worst_sb = std::max(worst_sb, std::fabs(dx[i] - dy[i] * s * (1 - s)) / (std::fabs(dy[i]) + 1e-30));
+    }
+    EXPECT_EQ(dx[n], 42.0f) << "wrote past the end";
+    EXPECT_LE(worst_exp, 1.0);  // SLEEF's u10: 1.0 ULP
+    EXPECT_LE(worst_sig, 3.0);  // exp, an add and a division
+    EXPECT_LE(worst_tanh, 4.0); // Cephes' tanhf form
+    EXPECT_LE(worst_tb, 1e-6);
+    EXPECT_LE(worst_sb, 1e-6);
+  }
+}
+
+TEST(VmathSmoke, SaturatesAndKeepsSpecialValues) {
+  const float x[] = {-200.0f, -88.0f, 0.0f, -0.0f, 1e-8f, 88.0f, 200.0f, INFINITY, -INFINITY, NAN};
+  const int64_t n = sizeof x / sizeof x[0];
+  std::vector<float> s(n), t(n), e(n);
+  vmath::sigmoid(x, s.data(), n);
+  vmath::tanh(x, t.data(), n);
+  vmath::exp(x, e.data(), n);
+  EXPECT_EQ(s[0], 0.0f);
+  EXPECT_EQ(s[6], 1.0f);
+  EXPECT_EQ(s[2], 0.5f);
+  EXPECT_EQ(t[0], -1.0f);
+  EXPECT_EQ(t[6], 1.0f);
+  EXPECT_EQ(t[7], 1.0f);
+  EXPECT_EQ(t[8], -1.0f);
+  EXPECT_EQ(t[2], 0.0f);
+  EXPECT_TRUE(std::signbit(t[3])) << "tanh(-0) is -0";
+  EXPECT_EQ(t[4], 1e-8f) << "tanh(x) = x for tiny x, no cancellation";
+  EXPECT_EQ(e[7], INFINITY);
+  EXPECT_EQ(e[8], 0.0f);
+  EXPECT_TRUE(std::isnan(s[9]) && std::isnan(t[9]) && std::isnan(e[9]));
+}
+
+TEST(VmathSmoke, ShiftedSumIsTheSoftmaxDenominator) {
+  for (int64_t n : kLengths) {
+    const std::vector<float> x = inputs(n, -30.0f, 5.0f);
+    std::vector<float> y(n);
+    const double sum = vmath::exp_shifted_sum(x.data(), y.data(), n, 5.0f);
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) want += std::exp(double(x[i]) - 5.0);
+    EXPECT_NEAR(sum, want, 1e-6 * want + 1e-30) << "n = " << n;
+  }
+}
+
+}  // namespace
+}  // namespace pb
