@@ -64,6 +64,10 @@ class PoolCpuNative : public HostPool {
   size_t workspace_bytes() const override { return ws8_.size() + ws32_.size() * 4; }
 
   void run() override {
+    // The thread count may have grown since plan(): more per-thread buffers (outside any
+    // parallel region; a no-op otherwise).
+    const size_t need = static_cast<size_t>(scratch_stride_) * omp_get_max_threads();
+    if (scratch_.size() < need) scratch_.resize(need);
     if (dir_ == Dir::fwd) {
       d_.alg == PoolAlg::max ? forward<true>() : forward<false>();
     } else if (d_.alg == PoolAlg::max) {
@@ -93,6 +97,9 @@ class PoolCpuNative : public HostPool {
     di_.resize(d_.kh * d_.kw);
     dj_.resize(d_.kh * d_.kw);
     for (int64_t k = 0; k < d_.kh * d_.kw; ++k) di_[k] = k / d_.kw, dj_[k] = k % d_.kw;
+    // Per-thread row buffers (ih x ow, and ow), allocated here rather than in every run().
+    scratch_stride_ = (d_.ih * d_.ow + d_.ow + 15) / 16 * 16;
+    scratch_.assign(static_cast<size_t>(scratch_stride_) * omp_get_max_threads(), 0.0f);
   }
 
  private:
@@ -106,6 +113,47 @@ class PoolCpuNative : public HostPool {
     return d_.alg == PoolAlg::avg_p ? static_cast<float>(d_.kh * d_.kw) : cnt_h_[oh] * cnt_w_[ow];
   }
   int64_t planes() const { return d_.mb * d_.ic; }
+  // Global pooling: one window covers the whole plane, with no padding (ResNet's avgpool).
+  bool global() const {
+    return d_.oh == 1 && d_.ow == 1 && d_.ph == 0 && d_.pw == 0 && d_.kh == d_.ih && d_.kw == d_.iw;
+  }
+
+  // One contiguous reduction per plane: no row buffers, no per-row calls.
+  template <bool Max>
+  void forward_global() {
+    const int64_t hw = d_.ih * d_.iw, np = planes();
+    const float* src = src_->data();
+    float* dst = out_.data();
+    const float k = divisor(0, 0);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < np; ++p) {
+      const float* x = src + p * hw;
+      float a = Max ? -INFINITY : 0.0f;
+      if (Max) {
+#pragma omp simd reduction(max : a)
+        for (int64_t i = 0; i < hw; ++i) a = op_max(a, x[i]);
+      } else {
+#pragma omp simd reduction(+ : a)
+        for (int64_t i = 0; i < hw; ++i) a += x[i];
+      }
+      dst[p] = Max ? a : a / k;  // division, not a reciprocal multiply: one rounding
+    }
+  }
+
+  // Its transpose: every source element of a plane gets diff_dst / divisor.
+  void backward_avg_global() {
+    const int64_t hw = d_.ih * d_.iw, np = planes();
+    const float* dy = dy_->data();
+    float* dx = out_.data();
+    const float k = divisor(0, 0);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < np; ++p) {
+      const float v = dy[p] / k;
+      float* x = dx + p * hw;
+#pragma omp simd
+      for (int64_t i = 0; i < hw; ++i) x[i] = v;
+    }
+  }
 
   template <bool Max>
   void forward() {
@@ -122,10 +170,10 @@ class PoolCpuNative : public HostPool {
     const PoolDesc& d = d_;
     const float* src = src_->data();
     float* dst = out_.data();
+    if (global()) return forward_global<Max>();
 #pragma omp parallel
     {
-      std::vector<float> hbuf(d.ih * d.ow);
-      float* h = hbuf.data();
+      float* h = scratch_.data() + scratch_stride_ * omp_get_thread_num();
 #pragma omp for schedule(static)
       for (int64_t p = 0; p < planes(); ++p) {
         const float* x = src + p * d.ih * d.iw;
@@ -228,11 +276,11 @@ class PoolCpuNative : public HostPool {
     const int64_t sw = SW > 0 ? SW : d.sw;
     const float* dy = dy_->data();
     float* dx = out_.data();
+    if (global()) return backward_avg_global();
 #pragma omp parallel
     {
-      std::vector<float> gbuf(d.ih * d.ow), tbuf(d.ow);
-      float* gr = gbuf.data();
-      float* t = tbuf.data();
+      float* gr = scratch_.data() + scratch_stride_ * omp_get_thread_num();
+      float* t = gr + d.ih * d.ow;
 #pragma omp for schedule(static)
       for (int64_t p = 0; p < planes(); ++p) {
         const float* g = dy + p * d.oh * d.ow;
@@ -271,6 +319,8 @@ class PoolCpuNative : public HostPool {
   }
 
   std::vector<float> cnt_h_, cnt_w_;
+  std::vector<float> scratch_;  // omp_get_max_threads() x scratch_stride_ floats
+  int64_t scratch_stride_ = 0;
   std::vector<uint8_t> ws8_;
   std::vector<int32_t> ws32_;
   std::vector<int64_t> di_, dj_;
