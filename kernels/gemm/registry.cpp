@@ -7,6 +7,7 @@ namespace pb {
 const Registry<GemmDesc>& gemm_registry() {
   static const Registry<GemmDesc> r = {
       {"cpu/openblas", make_gemm_openblas},
+      {"cpu/packed", make_gemm_packed},
       {"cpu/transpose_nn", make_gemm_transpose_nn},
       {"ocl/clblast", PB_OPENCL_FACTORY(make_gemm_clblast), opencl_unavailable},
       {"ocl/clblast_default", PB_OPENCL_FACTORY(make_gemm_clblast_default), opencl_unavailable},

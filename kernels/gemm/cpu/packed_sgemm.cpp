@@ -1,0 +1,363 @@
+// BLIS-style SGEMM (see packed_sgemm.h). Loop nest, outermost first:
+//   jc: NC columns of C      pc: KC of the sum: pack op(B)[pc, jc] into NR-column slivers (shared)
+//   ic: MC rows of C (one thread each): pack op(A)[ic, pc] into MR-row slivers (per thread)
+//   jr: NR-column slivers    ir: MR-row slivers: the micro-kernel, C tile (+)= A sliver x B sliver
+// The micro-kernel keeps an MR x NR tile of C in registers: MR along the columns of C (vectors,
+// C is column-major) and NR broadcast values of B. A B sliver (KC x NR) stays in L1 while the
+// A slivers stream from L2; the A block (MC x KC) fits half of L2, the B panel (KC x NC) a part
+// of L3. (Reading full A slivers in place instead of packing them was tried for small N: 5-10x
+// slower, as a sliver's rows lie lda apart and thrash the cache sets; A is read from memory once
+// either way, so the pack costs an L2 write and read.)
+#include "kernels/gemm/cpu/packed_sgemm.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PB_X86 1
+#endif
+
+#include "kernels/core/vmath.h"
+
+namespace pb {
+namespace {
+
+// One tile: C[0..mv) x [0..nv) = alpha * (A sliver x B sliver) + beta * C (beta == 0: C is not
+// read). a: MR floats per step of the sum, `as` apart; b: NR floats per step, packed.
+using Kernel = void (*)(int64_t kc, const float* a, int64_t as, const float* b, float* c,
+                        int64_t ldc, float alpha, float beta, int mv, int nv);
+
+// Writes a computed tile (column-major, MR rows per column in `t`) into C where it is partial.
+inline void store_partial(const float* t, int mr, float* c, int64_t ldc, float alpha, float beta,
+                          int mv, int nv) {
+  for (int j = 0; j < nv; ++j)
+    for (int i = 0; i < mv; ++i) {
+      float& dst = c[j * ldc + i];
+      dst = beta == 0.0f ? alpha * t[j * mr + i] : alpha * t[j * mr + i] + beta * dst;
+    }
+}
+
+#ifdef PB_X86
+constexpr int kMr512 = 48, kNr512 = 8;
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512(int64_t kc, const float* a, int64_t as,
+                                                           const float* b, float* c, int64_t ldc,
+                                                           float alpha, float beta, int mv,
+                                                           int nv) {
+  __m512 acc[kNr512][3];
+#pragma GCC unroll 8
+  for (int j = 0; j < kNr512; ++j) acc[j][0] = acc[j][1] = acc[j][2] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * as;
+    const __m512 a0 = _mm512_loadu_ps(ap), a1 = _mm512_loadu_ps(ap + 16),
+                 a2 = _mm512_loadu_ps(ap + 32);
+    const float* bp = b + p * kNr512;
+#pragma GCC unroll 8
+    for (int j = 0; j < kNr512; ++j) {
+      const __m512 bj = _mm512_set1_ps(bp[j]);
+      acc[j][0] = _mm512_fmadd_ps(a0, bj, acc[j][0]);
+      acc[j][1] = _mm512_fmadd_ps(a1, bj, acc[j][1]);
+      acc[j][2] = _mm512_fmadd_ps(a2, bj, acc[j][2]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  if (mv == kMr512 && nv == kNr512) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kNr512; ++j) {
+      float* cj = c + j * ldc;
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        __m512 r = _mm512_mul_ps(va, acc[j][v]);
+        if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cj + 16 * v), r);
+        _mm512_storeu_ps(cj + 16 * v, r);
+      }
+    }
+    return;
+  }
+  alignas(64) float t[kNr512 * kMr512];
+  for (int j = 0; j < kNr512; ++j)
+    for (int v = 0; v < 3; ++v) _mm512_store_ps(t + j * kMr512 + 16 * v, acc[j][v]);
+  store_partial(t, kMr512, c, ldc, alpha, beta, mv, nv);
+}
+
+constexpr int kMr256 = 24, kNr256 = 4;
+
+__attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a, int64_t as,
+                                                     const float* b, float* c, int64_t ldc,
+                                                     float alpha, float beta, int mv, int nv) {
+  __m256 acc[kNr256][3];
+#pragma GCC unroll 4
+  for (int j = 0; j < kNr256; ++j) acc[j][0] = acc[j][1] = acc[j][2] = _mm256_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * as;
+    const __m256 a0 = _mm256_loadu_ps(ap), a1 = _mm256_loadu_ps(ap + 8),
+                 a2 = _mm256_loadu_ps(ap + 16);
+    const float* bp = b + p * kNr256;
+#pragma GCC unroll 4
+    for (int j = 0; j < kNr256; ++j) {
+      const __m256 bj = _mm256_broadcast_ss(bp + j);
+      acc[j][0] = _mm256_fmadd_ps(a0, bj, acc[j][0]);
+      acc[j][1] = _mm256_fmadd_ps(a1, bj, acc[j][1]);
+      acc[j][2] = _mm256_fmadd_ps(a2, bj, acc[j][2]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  if (mv == kMr256 && nv == kNr256) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kNr256; ++j) {
+      float* cj = c + j * ldc;
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v) {
+        __m256 r = _mm256_mul_ps(va, acc[j][v]);
+        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cj + 8 * v), r);
+        _mm256_storeu_ps(cj + 8 * v, r);
+      }
+    }
+    return;
+  }
+  alignas(32) float t[kNr256 * kMr256];
+  for (int j = 0; j < kNr256; ++j)
+    for (int v = 0; v < 3; ++v) _mm256_store_ps(t + j * kMr256 + 8 * v, acc[j][v]);
+  store_partial(t, kMr256, c, ldc, alpha, beta, mv, nv);
+}
+#endif
+
+// Portable: an 8 x 4 tile the compiler vectorises as it can.
+constexpr int kMrGen = 8, kNrGen = 4;
+void kernel_generic(int64_t kc, const float* a, int64_t as, const float* b, float* c, int64_t ldc,
+                    float alpha, float beta, int mv, int nv) {
+  float t[kNrGen * kMrGen] = {};
+  for (int64_t p = 0; p < kc; ++p)
+    for (int j = 0; j < kNrGen; ++j)
+      for (int i = 0; i < kMrGen; ++i) t[j * kMrGen + i] += a[p * as + i] * b[p * kNrGen + j];
+  store_partial(t, kMrGen, c, ldc, alpha, beta, mv, nv);
+}
+
+struct Config {
+  const char* isa;
+  Kernel kernel;
+  int mr, nr;
+  int64_t kc, mc, nc;
+};
+
+int64_t cache_bytes(int name, int64_t fallback) {
+  const long v = sysconf(name);
+  return v > 0 ? v : fallback;
+}
+
+Config make_config() {
+  Config c{"generic", kernel_generic, kMrGen, kNrGen, 256, 0, 0};
+#ifdef PB_X86
+  const std::string isa = vmath::isa();  // the SIMD path in force (PRIMBENCH_SIMD narrows it)
+  if (isa == "avx512")
+    c = {"avx512", kernel_avx512, kMr512, kNr512, 256, 0, 0};
+  else if (isa == "avx2")
+    c = {"avx2", kernel_avx2, kMr256, kNr256, 256, 0, 0};
+#endif
+  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads).
+  const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
+  const int64_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+  c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
+  c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
+  return c;
+}
+
+const Config& config() {
+  static const Config c = make_config();
+  return c;
+}
+
+// A 64-byte aligned scratch area of this thread, grown as needed (no allocation once warm).
+float* scratch(std::vector<float>& v, size_t floats) {
+  if (v.size() < floats + 16) v.resize(floats + 16);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+}
+
+#ifdef PB_X86
+// dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
+__attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64_t src_stride,
+                                                          float* dst, int64_t dst_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * dst_stride, t[q]);
+}
+#endif
+
+// dst[p * ds + r] = src[r * ss + p] for r < rows, p < cols: the transposing copy of both packs
+// (rows of op(A) that are columns of A; columns of op(B) that are columns of B), in 8 x 8 AVX2
+// blocks where the CPU has them.
+void transpose_copy(const float* src, int64_t ss, int rows, int64_t cols, float* dst, int64_t ds) {
+  int r = 0;
+#ifdef PB_X86
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) {
+    for (; r + 8 <= rows; r += 8) {
+      int64_t p = 0;
+      for (; p + 8 <= cols; p += 8) transpose8x8(src + r * ss + p, ss, dst + p * ds + r, ds);
+      for (; p < cols; ++p)
+        for (int i = r; i < r + 8; ++i) dst[p * ds + i] = src[i * ss + p];
+    }
+  }
+#endif
+  for (; r < rows; ++r)
+    for (int64_t p = 0; p < cols; ++p) dst[p * ds + r] = src[r * ss + p];
+}
+
+// op(A)[i0 .. i0+mc) x [p0 .. p0+kc) into MR-row slivers, sliver s at dst + s*MR*kc, zero-padded.
+void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            int mr, int64_t s_begin, int64_t s_end, float* dst) {
+  if (!ta) {
+    // Column p of A holds the rows contiguous: walk each column once across all the slivers.
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* col = a + (p0 + p) * lda;
+      for (int64_t s = s_begin; s < s_end; ++s) {
+        const int64_t r0 = i0 + s * mr;
+        const int mv = static_cast<int>(std::min<int64_t>(mr, i0 + mc - r0));
+        float* d = dst + s * mr * kc + p * mr;
+        std::memcpy(d, col + r0, mv * sizeof(float));
+        if (mv < mr) std::fill(d + mv, d + mr, 0.0f);
+      }
+    }
+    return;
+  }
+  for (int64_t s = s_begin; s < s_end; ++s) {  // row i of op(A) is column i of A
+    float* d = dst + s * mr * kc;
+    const int64_t r0 = i0 + s * mr;
+    const int mv = static_cast<int>(std::min<int64_t>(mr, i0 + mc - r0));
+    transpose_copy(a + p0 + r0 * lda, lda, mv, kc, d, mr);
+    for (int64_t p = 0; mv < mr && p < kc; ++p) std::fill(d + p * mr + mv, d + (p + 1) * mr, 0.0f);
+  }
+}
+
+// op(B)[p0 .. p0+kc) x [j0 .. j0+nc) into NR-column slivers, sliver s at dst + s*NR*kc.
+void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            int nr, int64_t s_begin, int64_t s_end, float* dst) {
+  for (int64_t s = s_begin; s < s_end; ++s) {
+    float* d = dst + s * nr * kc;
+    const int64_t c0 = j0 + s * nr;
+    const int nv = static_cast<int>(std::min<int64_t>(nr, j0 + nc - c0));
+    if (!tb) {  // column j of B: the sum index contiguous
+      transpose_copy(b + p0 + c0 * ldb, ldb, nv, kc, d, nr);
+      for (int64_t p = 0; nv < nr && p < kc; ++p) std::fill(d + p * nr + nv, d + (p + 1) * nr, 0.0f);
+    } else {  // row p of op(B) is column p of B: columns contiguous
+      for (int64_t p = 0; p < kc; ++p) {
+        std::memcpy(d + p * nr, b + c0 + (p0 + p) * ldb, nv * sizeof(float));
+        std::fill(d + p * nr + nv, d + (p + 1) * nr, 0.0f);
+      }
+    }
+  }
+}
+
+void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) c[j * ldc + i] = beta == 0.0f ? 0.0f : beta * c[j * ldc + i];
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+SgemmBlocking sgemm_packed_blocking() {
+  const Config& c = config();
+  return {c.isa, c.mr, c.nr, c.kc, c.mc, c.nc};
+}
+
+std::string sgemm_packed_config() {
+  const Config& c = config();
+  return std::string(c.isa) + " " + std::to_string(c.mr) + "x" + std::to_string(c.nr) + ", kc " +
+         std::to_string(c.kc) + " mc " + std::to_string(c.mc) + " nc " + std::to_string(c.nc);
+}
+
+void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    if (beta != 1.0f) scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  const Config& cf = config();
+  const int mr = cf.mr, nr = cf.nr;
+  const int64_t kc_max = cf.kc, nc_max = cf.nc;
+  // One level of threads: a call from inside a parallel region runs on its calling thread.
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // Rows per block: at most mc, and as many blocks per thread as the rows allow, evenly split.
+  const int64_t per_thread = ceil_div(ceil_div(m, cf.mc), nt);
+  int64_t mc = std::min(cf.mc, ceil_div(ceil_div(m, per_thread * nt), mr) * mr);
+  const int64_t n_ic = ceil_div(m, mc);
+
+  static thread_local std::vector<float> b_buf, a_shared_buf;
+  float* bp = scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
+  const bool split_rows = n_ic >= nt;  // else the threads share one A block and split columns
+  float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
+
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    static thread_local std::vector<float> a_buf;
+    float* ap_own = split_rows ? scratch(a_buf, static_cast<size_t>(mc) * kc_max) : nullptr;
+    for (int64_t jc = 0; jc < n; jc += nc_max) {
+      const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
+      for (int64_t pc = 0; pc < k; pc += kc_max) {
+        const int64_t kc = std::min(kc_max, k - pc);
+        const float beta_eff = pc == 0 ? beta : 1.0f;
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
+        // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
+        auto tiles = [&](int64_t ic, const float* ap, int64_t jr0, int64_t jr1) {
+          const int64_t mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
+          for (int64_t jr = jr0; jr < jr1; ++jr) {
+            const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
+            float* cj = c + (jc + jr * nr) * ldc + ic;
+            for (int64_t ir = 0; ir < n_ir; ++ir) {
+              const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
+              cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
+                        beta_eff, mv, nv);
+            }
+          }
+        };
+        if (split_rows) {
+#pragma omp for schedule(dynamic, 1)
+          for (int64_t blk = 0; blk < n_ic; ++blk) {
+            const int64_t ic = blk * mc, mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
+            pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, n_ir, ap_own);
+            tiles(ic, ap_own, 0, n_jr);
+          }
+        } else {
+          for (int64_t ic = 0; ic < m; ic += mc) {
+            const int64_t mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < n_ir; ++s) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, s, s + 1, ap_shared);
+#pragma omp for schedule(static)
+            for (int64_t jr = 0; jr < n_jr; ++jr) tiles(ic, ap_shared, jr, jr + 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace pb

@@ -1,0 +1,119 @@
+// cpu/packed's SGEMM at the edges of its micro-kernel tile and cache blocks: M, N and K one below,
+// at and one above each, every transpose, padded leading dimensions, alpha and beta (beta = 0 does
+// not read C), against an fp64 reference. ctest runs it on each SIMD path (PRIMBENCH_SIMD).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm/cpu/packed_sgemm.h"
+
+namespace pb {
+namespace {
+
+struct Case {
+  bool ta, tb;
+  int64_t m, n, k;
+  float alpha, beta;
+};
+
+// Checks one case; returns the worst normwise error per column (0 when exact).
+void check(const Case& c) {
+  const int64_t pad = 3;
+  const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;
+  const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
+  const int64_t lda = ar + pad, ldb = br + pad, ldc = c.m + pad;
+  std::vector<float> a(lda * ac), b(ldb * bc), cm(ldc * c.n);
+  // Small integers: every product and partial sum is exact in fp32 (|sum| < 2^24), so the
+  // result must match the fp64 reference exactly whatever the summation order.
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i * 7 % 9) - 4);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i * 5 % 7) - 3);
+  for (size_t i = 0; i < cm.size(); ++i)
+    cm[i] = c.beta == 0 ? std::numeric_limits<float>::quiet_NaN()
+                        : static_cast<float>(static_cast<int>(i % 5) - 2);
+  std::vector<float> before = cm;
+  sgemm_packed(c.ta, c.tb, c.m, c.n, c.k, c.alpha, a.data(), lda, b.data(), ldb, c.beta, cm.data(),
+               ldc);
+  for (int64_t j = 0; j < c.n; ++j) {
+    for (int64_t i = 0; i < c.m; ++i) {
+      double s = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        const double av = c.ta ? a[p + i * lda] : a[i + p * lda];
+        const double bv = c.tb ? b[j + p * ldb] : b[p + j * ldb];
+        s += av * bv;
+      }
+      const double want = c.alpha * s + (c.beta == 0 ? 0.0 : c.beta * before[i + j * ldc]);
+      ASSERT_EQ(cm[i + j * ldc], static_cast<float>(want))
+          << "C(" << i << "," << j << ") of m" << c.m << "n" << c.n << "k" << c.k
+          << (c.ta ? "t" : "n") << (c.tb ? "t" : "n") << " alpha " << c.alpha << " beta "
+          << c.beta << " (" << sgemm_packed_config() << ")";
+    }
+    for (int64_t i = c.m; i < ldc; ++i)  // the padding rows of C are never written
+      ASSERT_TRUE(std::isnan(before[i + j * ldc]) ? std::isnan(cm[i + j * ldc])
+                                                  : cm[i + j * ldc] == before[i + j * ldc])
+          << "padding C(" << i << "," << j << ") written";
+  }
+}
+
+std::vector<int64_t> around(int64_t x) {
+  return {x - 1, x, x + 1};
+}
+
+TEST(PackedSgemmSmoke, TileEdgesEveryTranspose) {
+  const SgemmBlocking bl = sgemm_packed_blocking();
+  SCOPED_TRACE(sgemm_packed_config());
+  std::vector<int64_t> ms = {1}, ns = {1}, ks = {1};
+  for (int64_t v : around(bl.mr)) ms.push_back(v);
+  for (int64_t v : around(2 * bl.mr)) ms.push_back(v);
+  for (int64_t v : around(bl.nr)) ns.push_back(v);
+  for (int64_t v : around(3 * bl.nr)) ns.push_back(v);
+  for (int64_t v : around(bl.kc)) ks.push_back(v);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t m : ms)
+        for (int64_t n : ns)
+          for (int64_t k : {ks[0], ks[1], ks[3]}) check({ta, tb, m, n, k, 1.0f, 1.0f});
+}
+
+TEST(PackedSgemmSmoke, CacheBlockEdges) {
+  const SgemmBlocking bl = sgemm_packed_blocking();
+  SCOPED_TRACE(sgemm_packed_config());
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      for (int64_t k : around(bl.kc)) check({ta, tb, 2 * bl.mr + 3, bl.nr + 1, k, 1.0f, 0.0f});
+      for (int64_t k : {2 * bl.kc + 1}) check({ta, tb, bl.mr + 5, 2 * bl.nr - 1, k, 2.0f, -1.0f});
+      for (int64_t m : around(bl.mc)) check({ta, tb, m, bl.nr + 3, 17, 1.0f, 1.0f});
+    }
+  // Past one NC panel of columns (a few columns of it only, to stay quick).
+  check({false, false, bl.mr + 1, bl.nc + bl.nr + 1, 5, 1.0f, 1.0f});
+}
+
+TEST(PackedSgemmSmoke, AlphaBetaAndEmptySums) {
+  for (float alpha : {0.0f, 1.0f, -2.0f})
+    for (float beta : {0.0f, 1.0f, 0.5f}) check({false, true, 13, 9, 33, alpha, beta});
+  check({true, false, 7, 5, 0, 1.0f, 2.0f});  // k = 0: C = beta C
+  check({false, false, 0, 5, 3, 1.0f, 1.0f});
+}
+
+TEST(PackedSgemmSmoke, OneThreadAndInsideAParallelRegion) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  check({false, false, 100, 20, 300, 1.0f, 1.0f});
+  omp_set_num_threads(saved);
+  // Called by every thread of a parallel region at once: each runs alone, results intact.
+  bool ok = true;
+#pragma omp parallel num_threads(2) reduction(&& : ok)
+  {
+    const int64_t m = 50 + omp_get_thread_num(), n = 9, k = 70;
+    std::vector<float> a(m * k, 1.0f), b(k * n, 2.0f), c(m * n, 0.0f);
+    sgemm_packed(false, false, m, n, k, 1.0f, a.data(), m, b.data(), k, 0.0f, c.data(), m);
+    for (float v : c) ok = ok && v == 2.0f * k;
+  }
+  EXPECT_TRUE(ok);
+}
+
+}  // namespace
+}  // namespace pb
