@@ -156,6 +156,7 @@ int bench_allreduce_main(int argc, char** argv) {
   const int rank = world::rank(), p = world::size();  // MPI first: every rank registers alike
   try {
     init_threads_from_env();
+    check_environment();
     auto f = std::make_shared<Flags>(take_flags(&argc, argv, rank == 0));
     const PrimitiveInfo& prim = find_primitive("allreduce");
     for (const std::string& set : f->sets.empty() ? list_sets("allreduce") : f->sets) {

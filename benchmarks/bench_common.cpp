@@ -247,6 +247,7 @@ int flag_int(const std::string& flag, const std::string& v, int lo) {
 int bench_main(int argc, char** argv, const BenchSpec& spec) {
   try {
     init_threads_from_env();
+    check_environment();
     Flags f = take_flags(&argc, argv);
     const PrimitiveInfo& prim = find_primitive(spec.prim);
     std::vector<Dir> dirs;

@@ -160,6 +160,7 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
 int main(int argc, char** argv) {
   try {
     pb::init_threads_from_env();
+    pb::check_environment();
     Flags f = take_flags(&argc, argv);
     if (const char* out = std::getenv("PRIMBENCH_LAYERS_OUT"); out && *out) {
       std::FILE* fp = std::fopen(out, "a");

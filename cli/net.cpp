@@ -35,6 +35,7 @@ int cmd_net(int argc, char** argv) {
     set_threads(a.get_int("--threads", 0, 1, 1024));
   else
     init_threads_from_env();
+  check_environment();
   Network net = Network::load(a.positional[0]);
   if (a.has("--batch")) net = net.with_batch(a.get_int("--batch", 0, 1, 1 << 20));
   NetOptions opt;

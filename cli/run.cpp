@@ -145,6 +145,7 @@ int cmd_run(int argc, char** argv) {
     set_threads(a.get_int("--threads", 1, 1, 4096));
   else
     init_threads_from_env();
+  check_environment();
   bool check = a.has("--check"), json = a.has("--json");
   const Timing timing = parse_timing(a.get("--timing", "layer"), "--timing");
   const CacheState cache = parse_cache(a.get("--cache", "hot"), "--cache");

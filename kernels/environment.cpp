@@ -14,6 +14,8 @@
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/vmath.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
+#include "kernels/gemm/cpu/sgemm.h"
 
 #ifdef PRIMBENCH_HAVE_OPENCL
 #include "kernels/opencl/runtime.h"
@@ -67,6 +69,7 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
 #ifdef PRIMBENCH_HAVE_ONEDNN
   f.push_back({"onednn", onednn::version()});
 #endif
+  if (!blis_version().empty()) f.push_back({"blis", blis_version()});
   return f;
 }
 
@@ -130,6 +133,8 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"openblas_core", openblas_get_corename()},
       {"openblas_coretype_env", env_or("OPENBLAS_CORETYPE")},
       {"primbench_simd", vmath::isa()},
+      {"primbench_sgemm", sgemm_library()},
+      {"primbench_sgemm_packed", sgemm_packed_config()},
   };
   for (auto& v : library_versions()) f.push_back(std::move(v));
 #ifdef PRIMBENCH_HAVE_ONEDNN
@@ -158,6 +163,11 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
   f.push_back({"mpi", s.substr(0, s.find(','))});
 #endif
   return f;
+}
+
+void check_environment() {
+  vmath::isa();
+  sgemm_library();
 }
 
 std::string environment_json() {

@@ -26,6 +26,10 @@ std::vector<std::pair<std::string, std::string>> environment_facts();
 std::vector<std::pair<std::string, std::string>> library_versions();
 // A hash of the running binary (hex), so that caches of results expire with a rebuild.
 const std::string& build_id();
+// Validates the environment variables that pick code paths (PRIMBENCH_SIMD, PRIMBENCH_SGEMM),
+// throwing InputError naming the variable. Every entry point calls it first, so that a bad
+// value is a clear error there rather than an exception inside an OpenMP region.
+void check_environment();
 // The facts as one JSON object {"key":"value",...} (for the CLI's --json output).
 std::string environment_json();
 

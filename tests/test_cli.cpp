@@ -226,3 +226,26 @@ TEST(CliSmoke, ProbeIsCachedPerMachineAndThreads) {
 
 }  // namespace
 }  // namespace pb::test
+
+namespace pb::test {
+namespace {
+
+// The variables that pick code paths are checked at entry: a bad value is one line naming the
+// variable and exit 2, never an exception inside an OpenMP region (which aborts).
+TEST(CliSmoke, BadCodePathVariablesExitTwo) {
+  for (const char* env : {"PRIMBENCH_SGEMM=mkl", "PRIMBENCH_SIMD=avx1024"}) {
+    const std::string var = std::string(env).substr(0, std::string(env).find('='));
+    for (const char* args : {"run conv mb2ic3ih8oc4kh3 --impl cpu/im2col",
+                             "run act mb2ic3ih8_sigmoid --impl cpu/native", "net tiny_mlp"}) {
+      auto r = run_cli(args, env);
+      EXPECT_EQ(r.status, 2) << env << " " << args << ": " << r.out;
+      EXPECT_EQ(lines(r.out), 1) << r.out;
+      EXPECT_NE(r.out.find(var + ": "), std::string::npos) << r.out;
+    }
+  }
+  auto ok = run_cli("run gemm m20n10k30 --impl all --check", "PRIMBENCH_SGEMM=openblas");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+}
+
+}  // namespace
+}  // namespace pb::test

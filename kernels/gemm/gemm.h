@@ -17,6 +17,7 @@ PrimitiveInfo gemm_primitive();
 
 std::unique_ptr<GemmImpl> make_gemm_openblas();
 std::unique_ptr<GemmImpl> make_gemm_packed();
+std::unique_ptr<GemmImpl> make_gemm_blis();
 std::unique_ptr<GemmImpl> make_gemm_transpose_nn();
 std::unique_ptr<GemmImpl> make_gemm_clblast();
 std::unique_ptr<GemmImpl> make_gemm_clblast_default();

@@ -1,20 +1,18 @@
 // cpu/im2col's column copies (im2col, col2im), NCHW <-> chunk-matrix gathers and sgemm wrapper.
 #include "kernels/conv/cpu/im2col_cols.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include <omp.h>
 
+#include "kernels/gemm/cpu/sgemm.h"
+
 namespace pb::im2col {
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  sgemm_rowmajor(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 bool pointwise(const ConvDesc& d) {

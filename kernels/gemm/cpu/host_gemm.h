@@ -34,8 +34,8 @@ class HostGemm : public GemmImpl {
   Tensor c_;
 };
 
-// C = alpha*op(A)*op(B) + beta*C through cblas_sgemm with d's transposes, sizes and ldc, and
-// the given A/B pointers and leading dimensions.
+// C = alpha*op(A)*op(B) + beta*C through the chosen SGEMM library (sgemm.h: PRIMBENCH_SGEMM)
+// with d's transposes, sizes and ldc, and the given A/B pointers and leading dimensions.
 void sgemm_colmajor(const GemmDesc& d, const float* a, int64_t lda, const float* b, int64_t ldb,
                     float* c);
 

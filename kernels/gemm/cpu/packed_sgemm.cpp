@@ -46,45 +46,122 @@ inline void store_partial(const float* t, int mr, float* c, int64_t ldc, float a
 #ifdef PB_X86
 constexpr int kMr512 = 48, kNr512 = 8;
 
-__attribute__((target("avx512f,fma"))) void kernel_avx512(int64_t kc, const float* a, int64_t as,
-                                                           const float* b, float* c, int64_t ldc,
-                                                           float alpha, float beta, int mv,
-                                                           int nv) {
-  __m512 acc[kNr512][3];
+// V vectors of 16 rows (V = 3: the full 48-row sliver; 1 or 2 for a sliver's last rows, so that
+// a short tail does not pay for 48), nv <= 8 columns; rows past mv are masked off at the store.
+template <int V>
+__attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const float* a,
+                                                               int64_t as, const float* b, float* c,
+                                                               int64_t ldc, float alpha, float beta,
+                                                               int mv, int nv) {
+  __m512 acc[kNr512][V];
 #pragma GCC unroll 8
-  for (int j = 0; j < kNr512; ++j) acc[j][0] = acc[j][1] = acc[j][2] = _mm512_setzero_ps();
+  for (int j = 0; j < kNr512; ++j)
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
+  // The C tile is read and written at the end: fetch it now, behind the sum (a large C is
+  // not in cache, and its columns lie ldc apart where no prefetcher follows).
+  for (int j = 0; j < nv; ++j)
+    for (int v = 0; v < V; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 16 * v), _MM_HINT_T0);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
-    const __m512 a0 = _mm512_loadu_ps(ap), a1 = _mm512_loadu_ps(ap + 16),
-                 a2 = _mm512_loadu_ps(ap + 32);
+    __m512 av[V];
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
     const float* bp = b + p * kNr512;
 #pragma GCC unroll 8
     for (int j = 0; j < kNr512; ++j) {
       const __m512 bj = _mm512_set1_ps(bp[j]);
-      acc[j][0] = _mm512_fmadd_ps(a0, bj, acc[j][0]);
-      acc[j][1] = _mm512_fmadd_ps(a1, bj, acc[j][1]);
-      acc[j][2] = _mm512_fmadd_ps(a2, bj, acc[j][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(av[v], bj, acc[j][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  if (mv == kMr512 && nv == kNr512) {
-#pragma GCC unroll 8
-    for (int j = 0; j < kNr512; ++j) {
-      float* cj = c + j * ldc;
+  for (int j = 0; j < nv; ++j) {
+    float* cj = c + j * ldc;
 #pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        __m512 r = _mm512_mul_ps(va, acc[j][v]);
-        if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cj + 16 * v), r);
-        _mm512_storeu_ps(cj + 16 * v, r);
+    for (int v = 0; v < V; ++v) {
+      const int rows = mv - 16 * v;
+      const __mmask16 k = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
+      __m512 r = _mm512_mul_ps(va, acc[j][v]);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, cj + 16 * v), r);
+      _mm512_mask_storeu_ps(cj + 16 * v, k, r);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512(int64_t kc, const float* a, int64_t as,
+                                                          const float* b, float* c, int64_t ldc,
+                                                          float alpha, float beta, int mv, int nv) {
+  if (mv > 32)
+    tile_avx512<3>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 16)
+    tile_avx512<2>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
+  else
+    tile_avx512<1>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
+}
+
+// op(A) = A^T and op(B) = B with few columns (vgg16 fc6's bwd_d, N = 16): both operands are
+// contiguous along the sum, and A (m x k) is read once at memory speed, so each C element is a
+// dot product: R rows of op(A) x J columns of op(B) per tile, 16 sums wide, no packing.
+template <int R, int J>
+__attribute__((target("avx512f,fma"))) inline void dot_tile(int64_t k, const float* a, int64_t lda,
+                                                            const float* b, int64_t ldb, float* c,
+                                                            int64_t ldc, float alpha, float beta) {
+  __m512 acc[R][J];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; p + 16 <= k; p += 16) {
+    __m512 av[R], bv[J];
+    for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + p);
+    for (int j = 0; j < J; ++j) bv[j] = _mm512_loadu_ps(b + j * ldb + p);
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(av[r], bv[j], acc[r][j]);
+  }
+  if (p < k) {
+    const __mmask16 m = __mmask16((1u << (k - p)) - 1);
+    __m512 av[R], bv[J];
+    for (int r = 0; r < R; ++r) av[r] = _mm512_maskz_loadu_ps(m, a + r * lda + p);
+    for (int j = 0; j < J; ++j) bv[j] = _mm512_maskz_loadu_ps(m, b + j * ldb + p);
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(av[r], bv[j], acc[r][j]);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) {
+      float& dst = c[j * ldc + r];
+      alignas(64) float lanes[16];  // (GCC 12 warns falsely inside _mm512_reduce_add_ps)
+      _mm512_store_ps(lanes, acc[r][j]);
+      float sum = 0;
+      for (int l = 0; l < 16; ++l) sum += lanes[l];
+      dst = beta == 0.0f ? alpha * sum : alpha * sum + beta * dst;
+    }
+}
+
+__attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, int64_t k,
+                                                        float alpha, const float* a, int64_t lda,
+                                                        const float* b, int64_t ldb, float beta,
+                                                        float* c, int64_t ldc, int nt) {
+  const int64_t groups = (m + 3) / 4;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t i = g * 4;
+    const float* ai = a + i * lda;
+    float* ci = c + i;
+    for (int64_t j = 0; j < n; j += 4) {
+      const float* bj = b + j * ldb;
+      float* cij = ci + j * ldc;
+      if (i + 4 <= m && j + 4 <= n) {
+        dot_tile<4, 4>(k, ai, lda, bj, ldb, cij, ldc, alpha, beta);
+      } else {
+        for (int64_t r = 0; r < std::min<int64_t>(4, m - i); ++r)
+          for (int64_t q = 0; q < std::min<int64_t>(4, n - j); ++q)
+            dot_tile<1, 1>(k, ai + r * lda, lda, bj + q * ldb, ldb, cij + r + q * ldc, ldc, alpha,
+                           beta);
       }
     }
-    return;
   }
-  alignas(64) float t[kNr512 * kMr512];
-  for (int j = 0; j < kNr512; ++j)
-    for (int v = 0; v < 3; ++v) _mm512_store_ps(t + j * kMr512 + 16 * v, acc[j][v]);
-  store_partial(t, kMr512, c, ldc, alpha, beta, mv, nv);
 }
 
 constexpr int kMr256 = 24, kNr256 = 4;
@@ -95,6 +172,9 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a,
   __m256 acc[kNr256][3];
 #pragma GCC unroll 4
   for (int j = 0; j < kNr256; ++j) acc[j][0] = acc[j][1] = acc[j][2] = _mm256_setzero_ps();
+  for (int j = 0; j < nv; ++j)  // the C tile, behind the sum (see kernel_avx512)
+    for (int v = 0; v < 3; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 8 * v), _MM_HINT_T0);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
@@ -128,6 +208,10 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a,
     for (int v = 0; v < 3; ++v) _mm256_store_ps(t + j * kMr256 + 8 * v, acc[j][v]);
   store_partial(t, kMr256, c, ldc, alpha, beta, mv, nv);
 }
+#endif
+
+#ifdef PB_X86
+constexpr int64_t kDotMaxN = 32;  // up to here, A^T x B as dot products beats packing A
 #endif
 
 // Portable: an 8 x 4 tile the compiler vectorises as it can.
@@ -165,7 +249,9 @@ Config make_config() {
   // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads).
   const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
   const int64_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+  if (const char* e = std::getenv("PB_EXP_KC")) c.kc = std::atoi(e);
   c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
+  if (const char* e = std::getenv("PB_EXP_MC")) c.mc = std::atoi(e);
   c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
   return c;
 }
@@ -185,7 +271,7 @@ float* scratch(std::vector<float>& v, size_t floats) {
 #ifdef PB_X86
 // dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
 __attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64_t src_stride,
-                                                          float* dst, int64_t dst_stride) {
+                                                         float* dst, int64_t dst_stride) {
   __m256 r[8], t[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
   for (int i = 0; i < 8; i += 2) {
@@ -261,7 +347,8 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_
     const int nv = static_cast<int>(std::min<int64_t>(nr, j0 + nc - c0));
     if (!tb) {  // column j of B: the sum index contiguous
       transpose_copy(b + p0 + c0 * ldb, ldb, nv, kc, d, nr);
-      for (int64_t p = 0; nv < nr && p < kc; ++p) std::fill(d + p * nr + nv, d + (p + 1) * nr, 0.0f);
+      for (int64_t p = 0; nv < nr && p < kc; ++p)
+        std::fill(d + p * nr + nv, d + (p + 1) * nr, 0.0f);
     } else {  // row p of op(B) is column p of B: columns contiguous
       for (int64_t p = 0; p < kc; ++p) {
         std::memcpy(d + p * nr, b + c0 + (p0 + p) * ldb, nv * sizeof(float));
@@ -301,14 +388,24 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     return;
   }
   const Config& cf = config();
-  const int mr = cf.mr, nr = cf.nr;
-  const int64_t kc_max = cf.kc, nc_max = cf.nc;
   // One level of threads: a call from inside a parallel region runs on its calling thread.
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Rows per block: at most mc, and as many blocks per thread as the rows allow, evenly split.
-  const int64_t per_thread = ceil_div(ceil_div(m, cf.mc), nt);
-  int64_t mc = std::min(cf.mc, ceil_div(ceil_div(m, per_thread * nt), mr) * mr);
-  const int64_t n_ic = ceil_div(m, mc);
+#ifdef PB_X86
+  if (ta && !tb && n <= kDotMaxN && std::string(cf.isa) == "avx512")
+    return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
+#endif
+  const int mr = cf.mr, nr = cf.nr;
+  const int64_t kc_max = cf.kc, nc_max = cf.nc;
+  // Row blocks: whole slivers, at most mc rows, the same number of blocks per thread, and the
+  // slivers dealt out evenly (block b: slivers [b*ns/nb, (b+1)*ns/nb)).
+  const int64_t n_sl = ceil_div(m, mr);
+  const int64_t n_ic = std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt);
+  const int64_t mc = ceil_div(n_sl, n_ic) * mr;  // the largest block
+  auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
+    const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
+    *ic = s0 * mr;
+    *mcv = std::min(s1 * mr, m) - *ic;
+  };
 
   static thread_local std::vector<float> b_buf, a_shared_buf;
   float* bp = scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
@@ -327,8 +424,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
 #pragma omp for schedule(static)
         for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
         // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
-        auto tiles = [&](int64_t ic, const float* ap, int64_t jr0, int64_t jr1) {
-          const int64_t mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
+        auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1) {
+          const int64_t n_ir = ceil_div(mcv, mr);
           for (int64_t jr = jr0; jr < jr1; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
             float* cj = c + (jc + jr * nr) * ldc + ic;
@@ -342,17 +439,21 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
         if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
-            const int64_t ic = blk * mc, mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
-            pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, n_ir, ap_own);
-            tiles(ic, ap_own, 0, n_jr);
+            int64_t ic, mcv;
+            block_rows(blk, &ic, &mcv);
+            pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, ceil_div(mcv, mr), ap_own);
+            tiles(ic, mcv, ap_own, 0, n_jr);
           }
         } else {
-          for (int64_t ic = 0; ic < m; ic += mc) {
-            const int64_t mcv = std::min(mc, m - ic), n_ir = ceil_div(mcv, mr);
+          for (int64_t blk = 0; blk < n_ic; ++blk) {
+            int64_t ic, mcv;
+            block_rows(blk, &ic, &mcv);
+            const int64_t n_ir = ceil_div(mcv, mr);
 #pragma omp for schedule(static)
-            for (int64_t s = 0; s < n_ir; ++s) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, s, s + 1, ap_shared);
+            for (int64_t s = 0; s < n_ir; ++s)
+              pack_a(ta, a, lda, ic, mcv, pc, kc, mr, s, s + 1, ap_shared);
 #pragma omp for schedule(static)
-            for (int64_t jr = 0; jr < n_jr; ++jr) tiles(ic, ap_shared, jr, jr + 1);
+            for (int64_t jr = 0; jr < n_jr; ++jr) tiles(ic, mcv, ap_shared, jr, jr + 1);
           }
         }
       }

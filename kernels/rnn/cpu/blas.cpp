@@ -3,8 +3,6 @@
 // Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
 // are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
 // third.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +10,7 @@
 
 #include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
+#include "kernels/gemm/cpu/sgemm.h"
 #include "kernels/rnn/cpu/pointwise.h"
 #include "kernels/rnn/rnn.h"
 
@@ -23,9 +22,7 @@ using namespace rnn_cpu;
 // Row-major C (m x n) = op(A) op(B) + beta C.
 void sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
            int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  sgemm_rowmajor(ta, false, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 // Row-major (rows x cols) -> (cols x rows).

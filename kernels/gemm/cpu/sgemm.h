@@ -1,0 +1,41 @@
+// The one SGEMM that every GEMM-based CPU algorithm calls (cpu/im2col forward and backward, its
+// 1x1 paths, cpu/transpose_nn, cpu/blas RNN): the library is chosen at run time with
+// PRIMBENCH_SGEMM=packed|openblas|blis (default packed, primbench's own, kernels/gemm/cpu/
+// packed_sgemm.h) and recorded in every result's context ("primbench_sgemm"). The GEMM
+// primitive's cpu/openblas, cpu/packed and cpu/blis always run their own library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pb {
+
+// "packed", "openblas" or "blis". Throws InputError naming PRIMBENCH_SGEMM for another value,
+// and Unsupported when blis is asked for and BLIS is not installed.
+const std::string& sgemm_library();
+
+// Column-major, BLAS semantics: C (m x n) = alpha op(A) op(B) + beta C. Inside an OpenMP
+// parallel region it runs on the calling thread alone (each library).
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// Row-major C (m x n, ldc) = alpha op(A) op(B) + beta C: the column-major call on the
+// transposes (C^T = op(B)^T op(A)^T).
+inline void sgemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                           float* c, int64_t ldc) {
+  sgemm(tb, ta, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+}
+
+// Each library directly (column-major). sgemm_blis throws Unsupported when BLIS is absent.
+void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                    int64_t ldc);
+void sgemm_blis(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// "" when BLIS loaded, else why not (for the registry's availability and for reports).
+std::string blis_unavailable();
+// BLIS's version ("0.9.0"), or "" when absent.
+std::string blis_version();
+
+}  // namespace pb
