@@ -48,8 +48,8 @@ void check(const Case& c) {
       const double want = c.alpha * s + (c.beta == 0 ? 0.0 : c.beta * before[i + j * ldc]);
       ASSERT_EQ(cm[i + j * ldc], static_cast<float>(want))
           << "C(" << i << "," << j << ") of m" << c.m << "n" << c.n << "k" << c.k
-          << (c.ta ? "t" : "n") << (c.tb ? "t" : "n") << " alpha " << c.alpha << " beta "
-          << c.beta << " (" << sgemm_packed_config() << ")";
+          << (c.ta ? "t" : "n") << (c.tb ? "t" : "n") << " alpha " << c.alpha << " beta " << c.beta
+          << " (" << sgemm_packed_config() << ")";
     }
     for (int64_t i = c.m; i < ldc; ++i)  // the padding rows of C are never written
       ASSERT_TRUE(std::isnan(before[i + j * ldc]) ? std::isnan(cm[i + j * ldc])

@@ -23,7 +23,8 @@ double ulps(float a, double e) {
 
 std::vector<float> inputs(int64_t n, float lo, float hi) {
   std::vector<float> x(n);
-  for (int64_t i = 0; i < n; ++i) x[i] = lo + (hi - lo) * static_cast<float>(i * 7919 % (n + 1)) / (n + 1);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = lo + (hi - lo) * static_cast<float>(i * 7919 % (n + 1)) / (n + 1);
   return x;
 }
 
@@ -42,28 +43,32 @@ TEST(VmathSmoke, ExpSigmoidTanhWithinTheirUlpBounds) {
     std::vector<float> y(n + 1, 42.0f), dx(n + 1, 42.0f);  // one guard element past the end
     double worst_exp = 0, worst_sig = 0, worst_tanh = 0, worst_tb = 0, worst_sb = 0;
     vmath::exp(x.data(), y.data(), n);
-    for (int64_t i = 0; i < n; ++i) worst_exp = std::max(worst_exp, ulps(y[i], std::exp(double(x[i]))));
+    for (int64_t i = 0; i < n; ++i)
+      worst_exp = std::max(worst_exp, ulps(y[i], std::exp(double(x[i]))));
     EXPECT_EQ(y[n], 42.0f) << "wrote past the end";
     vmath::sigmoid(x.data(), y.data(), n);
     for (int64_t i = 0; i < n; ++i)
       worst_sig = std::max(worst_sig, ulps(y[i], 1.0 / (1.0 + std::exp(-double(x[i])))));
     vmath::tanh(x.data(), y.data(), n);
-    for (int64_t i = 0; i < n; ++i) worst_tanh = std::max(worst_tanh, ulps(y[i], std::tanh(double(x[i]))));
+    for (int64_t i = 0; i < n; ++i)
+      worst_tanh = std::max(worst_tanh, ulps(y[i], std::tanh(double(x[i]))));
     vmath::tanh_bwd(x.data(), dy.data(), dx.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       const double t = std::tanh(double(x[i]));
       // The product's rounding: compare in absolute terms against |dy| (dx is small near 0).
-      worst_tb = std::max(worst_tb, std::fabs(dx[i] - dy[i] * (1 - t * t)) / (std::fabs(dy[i]) + 1e-30));
+      worst_tb =
+          std::max(worst_tb, std::fabs(dx[i] - dy[i] * (1 - t * t)) / (std::fabs(dy[i]) + 1e-30));
     }
     vmath::sigmoid_bwd(x.data(), dy.data(), dx.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       const double s = 1.0 / (1.0 + std::exp(-double(x[i])));
-      worst_sb = std::max(worst_sb, std::fabs(dx[i] - dy[i] * s * (1 - s)) / (std::fabs(dy[i]) + 1e-30));
+      worst_sb =
+          std::max(worst_sb, std::fabs(dx[i] - dy[i] * s * (1 - s)) / (std::fabs(dy[i]) + 1e-30));
     }
     EXPECT_EQ(dx[n], 42.0f) << "wrote past the end";
-    EXPECT_LE(worst_exp, 1.0);  // SLEEF's u10: 1.0 ULP
-    EXPECT_LE(worst_sig, 3.0);  // exp, an add and a division
-    EXPECT_LE(worst_tanh, 4.0); // Cephes' tanhf form
+    EXPECT_LE(worst_exp, 1.0);   // SLEEF's u10: 1.0 ULP
+    EXPECT_LE(worst_sig, 3.0);   // exp, an add and a division
+    EXPECT_LE(worst_tanh, 4.0);  // Cephes' tanhf form
     EXPECT_LE(worst_tb, 1e-6);
     EXPECT_LE(worst_sb, 1e-6);
   }

@@ -128,10 +128,14 @@ Path choose() {
   const std::string want = env ? env : "";
   if (want.empty()) return best;
   Path p;
-  if (want == "avx512") p = Path::avx512;
-  else if (want == "avx2") p = Path::avx2;
-  else if (want == "scalar") p = Path::scalar;
-  else throw InputError("PRIMBENCH_SIMD", "'" + want + "' is not avx512, avx2 or scalar");
+  if (want == "avx512")
+    p = Path::avx512;
+  else if (want == "avx2")
+    p = Path::avx2;
+  else if (want == "scalar")
+    p = Path::scalar;
+  else
+    throw InputError("PRIMBENCH_SIMD", "'" + want + "' is not avx512, avx2 or scalar");
   if (static_cast<int>(p) < static_cast<int>(best))
     throw InputError("PRIMBENCH_SIMD", "'" + want + "' is wider than this CPU or build runs");
   return p;
@@ -146,38 +150,50 @@ Path path() {
 
 const char* isa() {
   switch (path()) {
-    case Path::avx512: return "avx512";
-    case Path::avx2: return "avx2";
-    default: return "scalar";
+    case Path::avx512:
+      return "avx512";
+    case Path::avx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 
 // Each entry point dispatches once per call (a switch on a cached value).
 #if defined(__AVX512F__)
 #define PB_VMATH_AVX512(f, ...) \
-  case Path::avx512: return Funcs<Avx512>::f(__VA_ARGS__);
+  case Path::avx512:            \
+    return Funcs<Avx512>::f(__VA_ARGS__);
 #else
 #define PB_VMATH_AVX512(f, ...)
 #endif
 #if defined(__AVX2__)
 #define PB_VMATH_AVX2(f, ...) \
-  case Path::avx2: return Funcs<Avx2>::f(__VA_ARGS__);
+  case Path::avx2:            \
+    return Funcs<Avx2>::f(__VA_ARGS__);
 #else
 #define PB_VMATH_AVX2(f, ...)
 #endif
-#define PB_VMATH_DISPATCH(f, ...)            \
-  switch (path()) {                          \
-    PB_VMATH_AVX512(f, __VA_ARGS__)          \
-    PB_VMATH_AVX2(f, __VA_ARGS__)            \
-    default: return Funcs<Scalar>::f(__VA_ARGS__); \
+#define PB_VMATH_DISPATCH(f, ...)           \
+  switch (path()) {                         \
+    PB_VMATH_AVX512(f, __VA_ARGS__)         \
+    PB_VMATH_AVX2(f, __VA_ARGS__)           \
+    default:                                \
+      return Funcs<Scalar>::f(__VA_ARGS__); \
   }
 
-void exp(const float* x, float* y, int64_t n) { PB_VMATH_DISPATCH(exp, x, y, n) }
+void exp(const float* x, float* y, int64_t n) {
+  PB_VMATH_DISPATCH(exp, x, y, n)
+}
 double exp_shifted_sum(const float* x, float* y, int64_t n, float shift) {
   PB_VMATH_DISPATCH(exp_shifted_sum, x, y, n, shift)
 }
-void sigmoid(const float* x, float* y, int64_t n) { PB_VMATH_DISPATCH(sigmoid, x, y, n) }
-void tanh(const float* x, float* y, int64_t n) { PB_VMATH_DISPATCH(tanh, x, y, n) }
+void sigmoid(const float* x, float* y, int64_t n) {
+  PB_VMATH_DISPATCH(sigmoid, x, y, n)
+}
+void tanh(const float* x, float* y, int64_t n) {
+  PB_VMATH_DISPATCH(tanh, x, y, n)
+}
 void sigmoid_bwd(const float* x, const float* dy, float* dx, int64_t n) {
   PB_VMATH_DISPATCH(sigmoid_bwd, x, dy, dx, n)
 }

@@ -16,7 +16,7 @@ const char* isa();
 void exp(const float* x, float* y, int64_t n);  // y = exp(x)
 // y = exp(x - shift); returns the sum of y, accumulated in fp64 (a softmax denominator).
 double exp_shifted_sum(const float* x, float* y, int64_t n, float shift);
-void sigmoid(const float* x, float* y, int64_t n);                        // 1 / (1 + exp(-x))
+void sigmoid(const float* x, float* y, int64_t n);  // 1 / (1 + exp(-x))
 void tanh(const float* x, float* y, int64_t n);
 void sigmoid_bwd(const float* x, const float* dy, float* dx, int64_t n);  // dy s (1 - s)
 void tanh_bwd(const float* x, const float* dy, float* dx, int64_t n);     // dy (1 - t^2)
