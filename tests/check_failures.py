@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Failures cannot hide: a wrong result (PRIMBENCH_INJECT_ERROR=<impl>) surfaces as FAIL through
 bench_gemm (exit 1, a FAIL row in its JSON), tools/report (listed first, exit 1), tools/bench
-(exit 1) and primbench net --check (exit 1); unchecked rows are marked; tools/report and
-tools/compare refuse to pair results of different timing contracts.
+(exit 1) and primbench net --check (exit 1); unchecked rows are marked; tools/report reports
+results of different timing contracts apart and tools/compare refuses to pair them.
 
 Usage: check_failures.py <repo root> <build dir>
 """
@@ -85,7 +85,7 @@ code, out = run([report, unchecked])
 expect(code == 0 and "cpu/openblas*" in out and "* unchecked" in out,
        "tools/report marks unchecked results", out)
 
-# Different contracts are not paired unless asked.
+# Different contracts are different contexts: reported apart, never paired silently.
 kernel = os.path.join(tmp, "kernel.json")
 code, out = bench(kernel, "--primbench_timing=kernel")
 expect(code == 0, "bench_gemm --primbench_timing=kernel runs (got %d)" % code, out)
@@ -93,13 +93,14 @@ with open(kernel) as f:
     expect(json.load(f)["context"].get("primbench_timing") == "kernel",
            "the contract is recorded in the JSON context")
 code, out = run([report, good, kernel])
-expect(code == 2 and "different timing contracts" in out,
-       "tools/report refuses to pair layer and kernel results (got %d)" % code, out)
-code, out = run([report, "--mix-contracts", good, kernel])
-expect(code == 0, "tools/report --mix-contracts pairs them (got %d)" % code, out)
-code, out = run([os.path.join(ROOT, "tools", "compare"), "runs", good, kernel])
-expect(code == 2 and "different timing contracts" in out,
+expect(code == 0 and "2 contexts" in out and "timing=layer" in out and "timing=kernel" in out,
+       "tools/report reports layer and kernel results as two contexts (got %d)" % code, out)
+compare = os.path.join(ROOT, "tools", "compare")
+code, out = run([compare, "runs", good, kernel])
+expect(code == 2 and "differ in timing (layer vs. kernel)" in out,
        "tools/compare refuses runs of different contracts (got %d)" % code, out)
+code, out = run([compare, "--across", "timing", "runs", good, kernel])
+expect(code == 0 and "Comparing" in out, "tools/compare --across timing pairs them (got %d)" % code, out)
 
 # Bad contract flags: one line naming the flag, exit 2.
 for flag in ("--primbench_timing=sideways", "--primbench_cache=warm"):
