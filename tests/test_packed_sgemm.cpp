@@ -91,6 +91,15 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
   check({false, false, bl.mr + 1, bl.nc + bl.nr + 1, 5, 1.0f, 1.0f});
 }
 
+// A^T x B with few columns runs as chunked dot products (no pack); a long sum is split across
+// threads into partials that are added at the end (N <= 32, sums of several chunks).
+TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {
+  for (int64_t k :
+       {int64_t(1), int64_t(2047), int64_t(2049), int64_t(4 * 2048 + 17), int64_t(12 * 2048 + 5)})
+    for (int64_t m : {int64_t(3), int64_t(37)}) check({true, false, m, 19, k, 1.0f, 0.5f});
+  check({true, false, 600, 16, 3 * 2048, 1.0f, 0.0f});
+}
+
 TEST(PackedSgemmSmoke, AlphaBetaAndEmptySums) {
   for (float alpha : {0.0f, 1.0f, -2.0f})
     for (float beta : {0.0f, 1.0f, 0.5f}) check({false, true, 13, 9, 33, alpha, beta});

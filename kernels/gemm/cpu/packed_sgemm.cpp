@@ -102,19 +102,44 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(int64_t kc, const floa
     tile_avx512<1>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
 }
 
-// op(A) = A^T and op(B) = B with few columns (vgg16 fc6's bwd_d, N = 16): both operands are
-// contiguous along the sum, and A (m x k) is read once at memory speed, so each C element is a
-// dot product: R rows of op(A) x J columns of op(B) per tile, 16 sums wide, no packing.
-template <int R, int J>
+// op(A) = A^T and op(B) = B with few columns (vgg16 fc6's bwd_d, DeepBench's N = 16 with K up
+// to 500000): both operands are contiguous along the sum, so each C element is a dot product.
+// No packing: the sum is cut into chunks of kDotChunk; within one, R = 4 rows of op(A) (128 KB)
+// and the B chunk (32 KB per column) stay in L2 across the column and row groups, so A is read from
+// memory once and B once per chunk. Threads split the sum (each into its own m x n partial, then
+// added) when it is long, else the rows.
+constexpr int64_t kDotChunk = 8192;
+
+// The sum of v's 16 lanes: halves added down to one lane (a few instructions, where storing and
+// adding 16 scalars cost a third of a 4 x 4 tile's time at K = 1760).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12, inside _mm512_extractf64x4_pd
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,fma"))) inline float hsum512(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+  return _mm_cvtss_f32(s4);
+}
+#pragma GCC diagnostic pop
+
+// sums[r * J + j] = sum over p < k of a[r * lda + p] * b[j * ldb + p], r < R, j < J.
+template <int R, int J, bool kPrefetchA = false>
 __attribute__((target("avx512f,fma"))) inline void dot_tile(int64_t k, const float* a, int64_t lda,
-                                                            const float* b, int64_t ldb, float* c,
-                                                            int64_t ldc, float alpha, float beta) {
+                                                            const float* b, int64_t ldb,
+                                                            float* sums) {
   __m512 acc[R][J];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + 16 <= k; p += 16) {
     __m512 av[R], bv[J];
+    if (kPrefetchA)  // the rows of A stream from memory: fetch ahead of the loads
+      for (int r = 0; r < R; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + p + 256), _MM_HINT_T0);
     for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + p);
     for (int j = 0; j < J; ++j) bv[j] = _mm512_loadu_ps(b + j * ldb + p);
     for (int r = 0; r < R; ++r)
@@ -129,38 +154,80 @@ __attribute__((target("avx512f,fma"))) inline void dot_tile(int64_t k, const flo
       for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(av[r], bv[j], acc[r][j]);
   }
   for (int r = 0; r < R; ++r)
-    for (int j = 0; j < J; ++j) {
-      float& dst = c[j * ldc + r];
-      alignas(64) float lanes[16];  // (GCC 12 warns falsely inside _mm512_reduce_add_ps)
-      _mm512_store_ps(lanes, acc[r][j]);
-      float sum = 0;
-      for (int l = 0; l < 16; ++l) sum += lanes[l];
-      dst = beta == 0.0f ? alpha * sum : alpha * sum + beta * dst;
+    for (int j = 0; j < J; ++j) sums[r * J + j] = hsum512(acc[r][j]);
+}
+
+// out[i + j * ldo] = alpha * sum over p in [k0, k1) of op(A)(i, p) op(B)(p, j) + beta * out,
+// for rows [i0, i1): the first chunk applies beta (0: out is not read), later chunks add.
+__attribute__((target("avx512f,fma"))) void dot_rows(int64_t i0, int64_t i1, int64_t n, int64_t k0,
+                                                     int64_t k1, float alpha, const float* a,
+                                                     int64_t lda, const float* b, int64_t ldb,
+                                                     float beta, float* out, int64_t ldo) {
+  for (int64_t p0 = k0; p0 < k1; p0 += kDotChunk) {
+    const int64_t kc = std::min(kDotChunk, k1 - p0);
+    const float bf = p0 == k0 ? beta : 1.0f;  // later chunks add to what the first wrote
+    for (int64_t i = i0; i < i1; i += 4) {
+      const int64_t rv = std::min<int64_t>(4, i1 - i);
+      for (int64_t j = 0; j < n; j += 4) {
+        const int64_t jv = std::min<int64_t>(4, n - j);
+        float sums[16];
+        const float* ai = a + i * lda + p0;
+        const float* bj = b + j * ldb + p0;
+        if (rv == 4 && jv == 4) {
+          if (j == 0)  // the first column group brings the rows of A in
+            dot_tile<4, 4, true>(kc, ai, lda, bj, ldb, sums);
+          else
+            dot_tile<4, 4>(kc, ai, lda, bj, ldb, sums);
+        } else {
+          for (int64_t r = 0; r < rv; ++r)
+            for (int64_t q = 0; q < jv; ++q)
+              dot_tile<1, 1>(kc, ai + r * lda, lda, bj + q * ldb, ldb, &sums[r * 4 + q]);
+        }
+        for (int64_t r = 0; r < rv; ++r)
+          for (int64_t q = 0; q < jv; ++q) {
+            const float v = sums[r * 4 + q];
+            float& dst = out[(i + r) + (j + q) * ldo];
+            dst = bf == 0.0f ? alpha * v : alpha * v + bf * dst;
+          }
+      }
     }
+  }
 }
 
 __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, int64_t k,
                                                         float alpha, const float* a, int64_t lda,
                                                         const float* b, int64_t ldb, float beta,
                                                         float* c, int64_t ldc, int nt) {
-  const int64_t groups = (m + 3) / 4;
+  const int64_t chunks = (k + kDotChunk - 1) / kDotChunk;
+  // Split the sum when every thread gets whole chunks and the rows alone would not feed them.
+  const bool split_k = nt > 1 && chunks >= 2 * nt && m < 64 * nt * 4;
+  if (!split_k) {
+    const int64_t groups = (m + 3) / 4;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t i = g * 4;
-    const float* ai = a + i * lda;
-    float* ci = c + i;
-    for (int64_t j = 0; j < n; j += 4) {
-      const float* bj = b + j * ldb;
-      float* cij = ci + j * ldc;
-      if (i + 4 <= m && j + 4 <= n) {
-        dot_tile<4, 4>(k, ai, lda, bj, ldb, cij, ldc, alpha, beta);
-      } else {
-        for (int64_t r = 0; r < std::min<int64_t>(4, m - i); ++r)
-          for (int64_t q = 0; q < std::min<int64_t>(4, n - j); ++q)
-            dot_tile<1, 1>(k, ai + r * lda, lda, bj + q * ldb, ldb, cij + r + q * ldc, ldc, alpha,
-                           beta);
+    for (int64_t g = 0; g < groups; ++g)
+      dot_rows(g * 4, std::min(m, g * 4 + 4), n, 0, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Each thread sums its chunks into its own m x n partial; thread 0's goes to C (with beta),
+  // the others' are added after.
+  std::vector<float> partial(static_cast<size_t>(nt - 1) * m * n);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t c0 = chunks * t / nt, c1 = chunks * (t + 1) / nt;
+    const int64_t k0 = c0 * kDotChunk, k1 = std::min(k, c1 * kDotChunk);
+    if (t == 0)
+      dot_rows(0, m, n, k0, k1, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+      dot_rows(0, m, n, k0, k1, alpha, a, lda, b, ldb, 0.0f, partial.data() + (t - 1) * m * n, m);
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j)
+      for (int u = 1; u < nt; ++u) {
+        const float* pu = partial.data() + (u - 1) * m * n + j * m;
+        float* cj = c + j * ldc;
+        for (int64_t i = 0; i < m; ++i) cj[i] += pu[i];
       }
-    }
   }
 }
 
@@ -213,6 +280,8 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a,
 #ifdef PB_X86
 constexpr int64_t kDotMaxN = 32;  // up to here, A^T x B as dot products beats packing A
 #endif
+
+constexpr int64_t kDirectMaxN = 64;  // up to here, op(A) = A is read in place, not packed
 
 // Portable: an 8 x 4 tile the compiler vectorises as it can.
 constexpr int kMrGen = 8, kNrGen = 4;
@@ -410,6 +479,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   static thread_local std::vector<float> b_buf, a_shared_buf;
   float* bp = scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
   const bool split_rows = n_ic >= nt;  // else the threads share one A block and split columns
+  // A not transposed and few B slivers: packing A would cost more than the product saves.
+  const bool direct_a = !ta && n <= kDirectMaxN && getenv("PB_EXP_NODIRECT") == nullptr;
   float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -436,7 +507,28 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
             }
           }
         };
-        if (split_rows) {
+        if (split_rows && direct_a) {
+          // A read in place: each full sliver once from memory (a constant stride per load, which
+          // the stride prefetchers follow), then from cache for the few B slivers; a partial last
+          // sliver is packed (reading 48 rows there would pass the end of A).
+#pragma omp for schedule(dynamic, 1)
+          for (int64_t blk = 0; blk < n_ic; ++blk) {
+            int64_t ic, mcv;
+            block_rows(blk, &ic, &mcv);
+            const int64_t n_ir = ceil_div(mcv, mr);
+            if (mcv % mr) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, n_ir - 1, n_ir, ap_own);
+            for (int64_t ir = 0; ir < n_ir; ++ir) {
+              const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
+              const bool in_place = mv == mr;
+              const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
+              for (int64_t jr = 0; jr < n_jr; ++jr) {
+                const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
+                cf.kernel(kc, as, in_place ? lda : mr, bp + jr * nr * kc,
+                          c + (jc + jr * nr) * ldc + ic + ir * mr, ldc, alpha, beta_eff, mv, nv);
+              }
+            }
+          }
+        } else if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
             int64_t ic, mcv;

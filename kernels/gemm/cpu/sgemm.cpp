@@ -92,9 +92,8 @@ std::string blis_version() {
   return blis().version;
 }
 
-void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                    int64_t ldc) {
+void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
               static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));

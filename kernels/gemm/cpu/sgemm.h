@@ -28,9 +28,8 @@ inline void sgemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
 }
 
 // Each library directly (column-major). sgemm_blis throws Unsupported when BLIS is absent.
-void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                    int64_t ldc);
+void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void sgemm_blis(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // "" when BLIS loaded, else why not (for the registry's availability and for reports).
