@@ -69,7 +69,10 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
 #ifdef PRIMBENCH_HAVE_ONEDNN
   f.push_back({"onednn", onednn::version()});
 #endif
-  if (!blis_version().empty()) f.push_back({"blis", blis_version()});
+  if (!blis_version().empty()) {
+    f.push_back({"blis", blis_version()});
+    f.push_back({"blis_arch", blis_arch()});
+  }
   return f;
 }
 

@@ -51,7 +51,7 @@ GEMM_FLOP = {"square:1024": 2.0 * 1024 ** 3, "square:256": 2.0 * 256 ** 3}
 BASE_CTX = {"host_name": "testhost", "num_cpus": 2, "cores": "2", "cpu_best_isa": "avx512",
             "cpu_isa": "avx2,avx512f,avx512bw,avx512_vnni,avx512_bf16", "openblas_core": "Haswell",
             "openblas_coretype_env": "Haswell", "onednn_isa": "avx512_core_bf16",
-            "primbench_timing": "layer", "primbench_cache": "hot", "primbench_check": "1",
+            "blis": "0.9.0", "blis_arch": "generic", "primbench_timing": "layer", "primbench_cache": "hot", "primbench_check": "1",
             "opencl_device": "none: no OpenCL platform", "triad_gbs": "40.0",
             "caches": [{"type": "Data", "level": 1, "size": 49152, "num_sharing": 1}]}
 # (context, file) -> {(shape, impl): [times in ms, one per repetition]} and extra counters.
@@ -406,6 +406,8 @@ def check_synthetic(tmp):
     # Warnings.
     expect("OpenBLAS runs its Haswell kernels (AVX2) on a CPU with AVX-512" in out and
            "OPENBLAS_CORETYPE=Haswell" in out, "the OpenBLAS warning names the core and the variable", out)
+    expect("BLIS runs its generic (reference C) kernels on a CPU with AVX-512" in out,
+           "a BLIS without kernels for the CPU is warned of", out)
     expect("threads=2 is above the 1 physical cores" in out, "threads above the cores are warned of", out)
     expect("peak moved by 20%" in out, "a machine probe that moved by 20% is warned of", out)
     expect("skip[1]" in out and SKIPPED[1] in out, "a skip is shown with its reason", out)

@@ -315,6 +315,11 @@ def config_warnings(results):
                     "everything built on it are slower than this CPU allows; %s to compare BLAS "
                     "fairly" % (core, _ISA_NAME[core_isa], _ISA_NAME[cpu_isa],
                                 ctx.get("cpu_model", "?"), why))
+            blis_arch = str(ctx.get("blis_arch", "")).strip()
+            if blis_arch == "generic" and cpu_isa in ("avx2", "avx512"):
+                add("BLIS runs its generic (reference C) kernels on a CPU with %s (%s): this "
+                    "BLIS build has no kernels for it, so cpu/blis is far below what BLIS does "
+                    "on a supported CPU" % (_ISA_NAME[cpu_isa], ctx.get("cpu_model", "?")))
             threads, cores = _int(ctx, "threads"), _int(ctx, "cores")
             if threads and cores and threads > cores:
                 add("threads=%d is above the %d physical cores (%s): SMT siblings share a core's "

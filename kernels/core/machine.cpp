@@ -286,6 +286,23 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
 
 }  // namespace
 
+size_t cache_bytes(int level, size_t fallback) {
+  size_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type");
+    int lv = 0;
+    std::string sz, ty;
+    if (!(lf >> lv) || !(sf >> sz) || !(tf >> ty) || ty == "Instruction") continue;
+    size_t v = std::strtoull(sz.c_str(), nullptr, 10);
+    const char unit = sz.empty() ? 0 : sz.back();
+    v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+    if (level > 0 ? lv == level : lv > best_level) best_level = lv, best = v;
+  }
+  return best > 0 ? best : fallback;
+}
+
 const CpuFacts& cpu_facts() {
   static const CpuFacts f = read_cpu_facts();
   return f;

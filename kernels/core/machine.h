@@ -2,6 +2,7 @@
 // count in use, and what the CPU is (model, ISA, topology, affinity).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace pb {
@@ -41,6 +42,11 @@ struct CpuFacts {
   int sockets = 0, cores = 0, hw_threads = 0;  // physical packages, physical cores, logical CPUs
   std::string affinity;  // the CPUs this process may run on, as a list "0-3,8"
 };
+
+// The size of this CPU's data (or unified) cache of `level` (1, 2, 3; 0: the last level) as
+// sysfs reports it for cpu0, the part one core sees (glibc's sysconf adds up a whole package's
+// L3, 384 MB on a 32 MB-per-CCD EPYC); `fallback` when sysfs has no such cache.
+size_t cache_bytes(int level, size_t fallback = size_t(32) << 20);
 
 // Read once from /proc/cpuinfo, sysfs and sched_getaffinity.
 const CpuFacts& cpu_facts();

@@ -1,6 +1,8 @@
 // Shared driver steps over type-erased problems.
 #include "kernels/core/problem.h"
 
+#include "kernels/core/machine.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -59,23 +61,7 @@ double timed_iteration(Runner& r, Timing timing, PhaseTimes* phases) {
 }
 
 size_t last_level_cache_bytes() {
-  static const size_t bytes = [] {
-    size_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      std::ifstream level(dir + "level"), size(dir + "size"), type(dir + "type");
-      int lv = 0;
-      std::string sz, ty;
-      if (!(level >> lv) || !(size >> sz) || !(type >> ty) || ty == "Instruction") continue;
-      size_t v = std::strtoull(sz.c_str(), nullptr, 10);
-      const char unit = sz.empty() ? 0 : sz.back();
-      v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
-      if (lv > best_level) best_level = lv, best = v;
-    }
-    return best > 0 ? best : size_t(32) << 20;
-  }();
-  return bytes;
+  return cache_bytes(0);
 }
 
 void evict_caches() {

@@ -11,7 +11,6 @@
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,6 +22,7 @@
 #define PB_X86 1
 #endif
 
+#include "kernels/core/machine.h"
 #include "kernels/core/vmath.h"
 
 namespace pb {
@@ -78,7 +78,9 @@ __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int j = 0; j < nv; ++j) {
+#pragma GCC unroll 8
+  for (int j = 0; j < kNr512; ++j) {  // constant indices (see tile_avx2)
+    if (j >= nv) break;
     float* cj = c + j * ldc;
 #pragma GCC unroll 3
     for (int v = 0; v < V; ++v) {
@@ -233,47 +235,65 @@ __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, in
 
 constexpr int kMr256 = 24, kNr256 = 4;
 
-__attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a, int64_t as,
-                                                     const float* b, float* c, int64_t ldc,
-                                                     float alpha, float beta, int mv, int nv) {
-  __m256 acc[kNr256][3];
+// V vectors of 8 rows (3: the full 24-row sliver), as tile_avx512; rows past mv are masked off.
+template <int V>
+__attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const float* a, int64_t as,
+                                                          const float* b, float* c, int64_t ldc,
+                                                          float alpha, float beta, int mv, int nv) {
+  __m256 acc[kNr256][V];
 #pragma GCC unroll 4
-  for (int j = 0; j < kNr256; ++j) acc[j][0] = acc[j][1] = acc[j][2] = _mm256_setzero_ps();
-  for (int j = 0; j < nv; ++j)  // the C tile, behind the sum (see kernel_avx512)
-    for (int v = 0; v < 3; ++v)
+  for (int j = 0; j < kNr256; ++j)
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
+  for (int j = 0; j < nv; ++j)  // the C tile, behind the sum (see tile_avx512)
+    for (int v = 0; v < V; ++v)
       _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 8 * v), _MM_HINT_T0);
-#pragma GCC unroll 2
+  // (No unrolling: 12 accumulators, 3 A vectors and a broadcast fill the 16 ymm registers.)
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
-    const __m256 a0 = _mm256_loadu_ps(ap), a1 = _mm256_loadu_ps(ap + 8),
-                 a2 = _mm256_loadu_ps(ap + 16);
+    __m256 av[V];
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) av[v] = _mm256_loadu_ps(ap + 8 * v);
     const float* bp = b + p * kNr256;
 #pragma GCC unroll 4
     for (int j = 0; j < kNr256; ++j) {
       const __m256 bj = _mm256_broadcast_ss(bp + j);
-      acc[j][0] = _mm256_fmadd_ps(a0, bj, acc[j][0]);
-      acc[j][1] = _mm256_fmadd_ps(a1, bj, acc[j][1]);
-      acc[j][2] = _mm256_fmadd_ps(a2, bj, acc[j][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(av[v], bj, acc[j][v]);
     }
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  if (mv == kMr256 && nv == kNr256) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Unrolled with constant indices: a runtime index would keep acc in memory, and GCC then
+  // stores every accumulator on every step of the sum.
 #pragma GCC unroll 4
-    for (int j = 0; j < kNr256; ++j) {
-      float* cj = c + j * ldc;
+  for (int j = 0; j < kNr256; ++j) {
+    if (j >= nv) break;
+    float* cj = c + j * ldc;
 #pragma GCC unroll 3
-      for (int v = 0; v < 3; ++v) {
-        __m256 r = _mm256_mul_ps(va, acc[j][v]);
+    for (int v = 0; v < V; ++v) {
+      __m256 r = _mm256_mul_ps(va, acc[j][v]);
+      if (mv - 8 * v >= 8) {
         if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cj + 8 * v), r);
         _mm256_storeu_ps(cj + 8 * v, r);
+      } else {
+        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv - 8 * v), lane);
+        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj + 8 * v, k), r);
+        _mm256_maskstore_ps(cj + 8 * v, k, r);
       }
     }
-    return;
   }
-  alignas(32) float t[kNr256 * kMr256];
-  for (int j = 0; j < kNr256; ++j)
-    for (int v = 0; v < 3; ++v) _mm256_store_ps(t + j * kMr256 + 8 * v, acc[j][v]);
-  store_partial(t, kMr256, c, ldc, alpha, beta, mv, nv);
+}
+
+__attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a, int64_t as,
+                                                     const float* b, float* c, int64_t ldc,
+                                                     float alpha, float beta, int mv, int nv) {
+  if (mv > 16)
+    tile_avx2<3>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 8)
+    tile_avx2<2>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
+  else
+    tile_avx2<1>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
 }
 #endif
 
@@ -301,11 +321,6 @@ struct Config {
   int64_t kc, mc, nc;
 };
 
-int64_t cache_bytes(int name, int64_t fallback) {
-  const long v = sysconf(name);
-  return v > 0 ? v : fallback;
-}
-
 Config make_config() {
   Config c{"generic", kernel_generic, kMrGen, kNrGen, 256, 0, 0};
 #ifdef PB_X86
@@ -315,12 +330,11 @@ Config make_config() {
   else if (isa == "avx2")
     c = {"avx2", kernel_avx2, kMr256, kNr256, 256, 0, 0};
 #endif
-  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads).
-  const int64_t l2 = cache_bytes(_SC_LEVEL2_CACHE_SIZE, 1 << 20);
-  const int64_t l3 = cache_bytes(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
-  if (const char* e = std::getenv("PB_EXP_KC")) c.kc = std::atoi(e);
+  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads); the
+  // sizes one core sees, from sysfs.
+  const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
+  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
-  if (const char* e = std::getenv("PB_EXP_MC")) c.mc = std::atoi(e);
   c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
   return c;
 }
@@ -480,7 +494,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   float* bp = scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
   const bool split_rows = n_ic >= nt;  // else the threads share one A block and split columns
   // A not transposed and few B slivers: packing A would cost more than the product saves.
-  const bool direct_a = !ta && n <= kDirectMaxN && getenv("PB_EXP_NODIRECT") == nullptr;
+  const bool direct_a = !ta && n <= kDirectMaxN;
   float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)

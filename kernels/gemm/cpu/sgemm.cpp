@@ -29,7 +29,7 @@ constexpr int kBlisNoTrans = 0x0, kBlisTrans = 0x8;
 struct Blis {
   BliSgemm sgemm = nullptr;
   BliSetThreads set_threads = nullptr;
-  std::string version, why;
+  std::string version, arch, why;
 };
 
 const Blis& blis() {
@@ -55,6 +55,10 @@ const Blis& blis() {
       return r;
     }
     r.version = ver ? ver() : "unknown";
+    // The kernel set BLIS dispatched to ("zen3", "skx", ... or "generic": reference C).
+    auto arch_id = reinterpret_cast<int (*)()>(dlsym(h, "bli_arch_query_id"));
+    auto arch_str = reinterpret_cast<const char* (*)(int)>(dlsym(h, "bli_arch_string"));
+    r.arch = arch_id && arch_str ? arch_str(arch_id()) : "unknown";
     return r;
   }();
   return b;
@@ -90,6 +94,10 @@ std::string blis_unavailable() {
 
 std::string blis_version() {
   return blis().version;
+}
+
+std::string blis_arch() {
+  return blis().arch;
 }
 
 void sgemm_openblas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -34,7 +34,9 @@ void sgemm_blis(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // "" when BLIS loaded, else why not (for the registry's availability and for reports).
 std::string blis_unavailable();
-// BLIS's version ("0.9.0"), or "" when absent.
+// BLIS's version ("0.9.0") and the kernel set it dispatched to on this CPU ("zen3", "skx", or
+// "generic": its reference C kernels), or "" when absent.
 std::string blis_version();
+std::string blis_arch();
 
 }  // namespace pb
