@@ -357,6 +357,8 @@ const MachineInfo& machine_info() {
     m.source = why;
   } else if (peak.spread_pct > kNoisy) {
     m.source = "measured, not cached: its FMA passes spread by more than 10% (a busy machine?)";
+  } else if (bw.spread_pct > 2 * kNoisy) {
+    m.source = "measured, not cached: its triad passes spread by more than 20% (a busy machine?)";
   } else if (!write_cached(m.cache_file, key, m)) {
     m.source = "measured, not cached: cannot write " + m.cache_file;
   } else {

@@ -30,7 +30,8 @@ struct MachineInfo {
 // ("off": none), else $XDG_CACHE_HOME/primbench/probe or ~/.cache/primbench/probe, keyed by the
 // CPU, the thread count and the build (commit, compiler, flags). PRIMBENCH_PROBE=measure measures
 // again and replaces the cached entry. A measurement whose best pass lost more than 10% of its
-// CPU time to other processes, or whose FMA passes spread by more than 10%, is not cached.
+// CPU time to other processes, or whose FMA (triad) passes spread by more than 10% (20%), is not
+// cached.
 const MachineInfo& machine_info();
 
 struct CpuFacts {
