@@ -4,12 +4,16 @@
 #include "benchmarks/bench_common.h"
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "kernels/core/dataset.h"
@@ -244,7 +248,69 @@ int flag_int(const std::string& flag, const std::string& v, int lo) {
   return static_cast<int>(x);
 }
 
+namespace {
+
+// Forwards everything to the display reporter the flags ask for (--benchmark_format), and after
+// each benchmark prints "[12/40] 35 s, about 80 s left" on stderr.
+class ProgressReporter : public benchmark::BenchmarkReporter {
+ public:
+  ProgressReporter(benchmark::BenchmarkReporter* inner, size_t total, bool tty)
+      : inner_(inner), total_(total), tty_(tty) {}
+  bool ReportContext(const Context& c) override {
+    inner_->SetOutputStream(&GetOutputStream());
+    inner_->SetErrorStream(&GetErrorStream());
+    return inner_->ReportContext(c);
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    inner_->ReportRuns(runs);
+    // A benchmark is done with its last repetition (aggregates come in a call of their own).
+    bool finished = false;
+    for (const Run& r : runs)
+      finished |= r.run_type == Run::RT_Iteration && r.repetition_index == r.repetitions - 1;
+    if (!finished) return;
+    ++done_;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    std::fprintf(stderr, "%s[%zu/%zu] %.0f s, about %.0f s left%s", tty_ ? "\r" : "", done_, total_,
+                 s, done_ < total_ ? s / done_ * (total_ - done_) : 0.0, tty_ ? "   " : "\n");
+    if (tty_ && done_ >= total_) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+  void Finalize() override { inner_->Finalize(); }
+
+ private:
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  size_t total_, done_ = 0;
+  bool tty_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+size_t run_with_progress(const std::vector<std::string>& names) {
+  const char* env = std::getenv("PRIMBENCH_PROGRESS");
+  const std::string e = env ? env : "";
+  const bool tty = isatty(STDERR_FILENO);
+  if (e == "0" || (e != "1" && !tty)) return benchmark::RunSpecifiedBenchmarks();
+  // The benchmarks the filter selects, as Google Benchmark matches them (POSIX extended regex
+  // on the full name; a leading '-' negates).
+  std::string filter = benchmark::GetBenchmarkFilter();
+  const bool negate = !filter.empty() && filter[0] == '-';
+  if (negate) filter = filter.substr(1);
+  size_t total = 0;
+  try {
+    const std::regex re(filter.empty() || filter == "all" ? "." : filter, std::regex::extended);
+    for (const std::string& n : names)
+      if (std::regex_search(n + "/manual_time", re) != negate) ++total;
+  } catch (const std::regex_error&) {
+    return benchmark::RunSpecifiedBenchmarks();  // Google Benchmark reports the bad filter
+  }
+  if (total == 0) return benchmark::RunSpecifiedBenchmarks();
+  ProgressReporter reporter(benchmark::CreateDefaultDisplayReporter(), total, tty);
+  return benchmark::RunSpecifiedBenchmarks(&reporter);
+}
+
 int bench_main(int argc, char** argv, const BenchSpec& spec) {
+  std::vector<std::string> registered;
   try {
     init_threads_from_env();
     check_environment();
@@ -288,6 +354,7 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
                    f.seed, check, f.timing, f.cache});
           for (const std::string& impl : probe->impls()) {
             const std::string bench_name = pre + "/" + impl + "/" + name;
+            registered.push_back(bench_name);
             benchmark::RegisterBenchmark(
                 bench_name.c_str(),
                 [c, impl, bench_name](benchmark::State& st) { run_case(st, *c, impl, bench_name); })
@@ -311,7 +378,7 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
+  run_with_progress(registered);
   benchmark::Shutdown();
   g_slot = Slot();
   if (!g_failures.empty()) {

@@ -31,6 +31,13 @@ struct BenchSpec {
 // benchmark failed (an error, a failed or mistrusted check: FAIL rows), else 0.
 int bench_main(int argc, char** argv, const BenchSpec& spec);
 
+// Runs the registered benchmarks (names: every one registered, as given to RegisterBenchmark,
+// all with manual time) like benchmark::RunSpecifiedBenchmarks(), and shows progress on stderr:
+// benchmarks done of those the filter selects, elapsed time and an estimate of the time left.
+// Shown on a terminal, or always with PRIMBENCH_PROGRESS=1 (0: never); the console table on
+// stdout and the JSON file are untouched.
+size_t run_with_progress(const std::vector<std::string>& names);
+
 // Flag helpers shared by the bench binaries: "a,b,,c" -> {a, b, c}; an integer >= lo or an
 // InputError naming the flag.
 std::vector<std::string> split_list(const std::string& s);

@@ -158,6 +158,7 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<std::string> registered;
   try {
     pb::init_threads_from_env();
     pb::check_environment();
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
             const std::string name = "net/" + net.name + "/" + backend + "/" +
                                      (opt.composed ? "composed" : opt.policy) + "/" + mode;
             const std::string dir = f.layers_dir;
+            registered.push_back(name);
             benchmark::RegisterBenchmark(
                 name.c_str(),
                 [name, net, opt, dir](benchmark::State& st) { run(st, name, net, opt, dir); })
@@ -207,7 +209,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
+  pb::bench::run_with_progress(registered);
   benchmark::Shutdown();
   if (g_failures) std::fprintf(stderr, "%s: %d network benchmark(s) FAILED\n", argv[0], g_failures);
   return g_failures ? 1 : 0;
