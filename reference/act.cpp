@@ -52,7 +52,10 @@ std::vector<Tensor64> act_fwd(const ActDesc& d, const std::vector<const Tensor*>
     for (int64_t i = 0; i < x.size(); ++i) out[0][i] = fwd1(d.func, x[i]);
     return out;
   }
-  if (d.func == ActFunc::xent) out.emplace_back(Dims{d.mb, d.ih, d.iw});
+  if (d.func == ActFunc::xent) {
+    check_labels(d, in[1]->data());
+    out.emplace_back(Dims{d.mb, d.ih, d.iw});
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < d.positions(); ++p) {
     const int64_t n = p / d.hw(), i = p % d.hw();
@@ -81,6 +84,7 @@ std::vector<Tensor64> act_bwd(const ActDesc& d, const std::vector<const Tensor*>
     for (int64_t i = 0; i < x.size(); ++i) dx[i] = bwd1(d.func, x[i], dy[i]);
     return out;
   }
+  if (d.func == ActFunc::xent) check_labels(d, in[1]->data());
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < d.positions(); ++p) {
     const int64_t n = p / d.hw(), i = p % d.hw();

@@ -55,5 +55,41 @@ TEST(ActSmoke, SoftmaxStableForLargeLogits) {
   }
 }
 
+// Cross-entropy labels that are not class indices (negative, >= ic, fractional, NaN) are an
+// InputError naming the labels (reference, cpu/native), or a NaN loss the check reports (an
+// OpenCL kernel, which cannot throw): never an out-of-bounds read or write.
+TEST(ActSmoke, CrossEntropyLabelsOutOfRangeAreRejected) {
+  const ActDesc d = ActDesc::parse("xent_mb2ic5ih2");
+  Tensor x({d.mb, d.ic, d.ih, d.iw}), labels({d.mb, d.ih, d.iw}), dy({d.mb, d.ic, d.ih, d.iw});
+  fill_uniform(x, 3, -2, 2);
+  for (float bad : {-1.0f, 5.0f, 1e9f, 2.5f, NAN}) {
+    for (int64_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<float>(i % d.ic);
+    labels[3] = bad;
+    const std::vector<const Tensor*> in = {&x, &labels};
+    EXPECT_THROW(ref::act_fwd(d, in), InputError) << bad;
+    EXPECT_THROW(ref::act_bwd(d, in), InputError) << bad;
+    for (const auto& e : act_registry()) {
+      if (!e.unavailable().empty()) continue;
+      for (Dir dir : {Dir::fwd, Dir::bwd}) {
+        auto impl = e.make();
+        if (!impl->supports(d, dir)) continue;
+        try {
+          plan_phases(*impl, d, dir, in);
+          run_phases(*impl);
+        } catch (const InputError& err) {
+          EXPECT_NE(std::string(err.what()).find("labels"), std::string::npos) << err.what();
+          continue;
+        }
+        auto got = impl->result();
+        const Tensor& t = dir == Dir::fwd ? got.at(1) : got.at(0);
+        bool has_nan = false;
+        for (int64_t i = 0; i < t.size(); ++i) has_nan |= std::isnan(t[i]);
+        EXPECT_TRUE(has_nan) << e.name << " " << dir_str(dir) << ": label " << bad
+                             << " neither rejected nor made visible";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pb

@@ -1,6 +1,8 @@
 // Activation descriptor grammar, validation and round-trip printing.
 #include "kernels/act/desc.h"
 
+#include <cmath>
+
 #include "kernels/core/error.h"
 #include "kernels/core/grammar.h"
 #include "kernels/core/tensor.h"
@@ -78,6 +80,16 @@ double ActDesc::bytes(Dir dir) const {
   const double n = static_cast<double>(size()), p = static_cast<double>(positions());
   if (func == ActFunc::xent) return dir == Dir::fwd ? 4.0 * (2 * n + 2 * p) : 4.0 * (2 * n + p);
   return dir == Dir::fwd ? 8.0 * n : 12.0 * n;
+}
+
+void check_labels(const ActDesc& d, const float* labels) {
+  for (int64_t p = 0; p < d.positions(); ++p) {
+    const float v = labels[p];
+    if (!(v >= 0.0f && v < static_cast<float>(d.ic) && v == std::floor(v)))
+      throw InputError("labels", "label " + std::to_string(v) + " at position " +
+                                     std::to_string(p) + " is not a class index in [0, " +
+                                     std::to_string(d.ic) + ")");
+  }
 }
 
 }  // namespace pb

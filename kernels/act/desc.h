@@ -35,4 +35,9 @@ struct ActDesc {
   double bytes(Dir dir = Dir::fwd) const;
 };
 
+// The cross-entropy's labels (positions() of them) must be class indices: integers in [0, ic).
+// Throws InputError naming "labels", the position and the value otherwise (implementations
+// would index out of bounds).
+void check_labels(const ActDesc& d, const float* labels);
+
 }  // namespace pb

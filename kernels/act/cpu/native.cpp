@@ -119,6 +119,7 @@ class ActCpuNative : public ActImpl {
     const float* x = in_[0]->data();
     const float* aux = in_.size() > 1 ? in_[1]->data() : nullptr;  // labels or diff_dst
     float* y = out_[0].data();
+    if (xent) check_labels(d_, aux);  // here, not as an exception inside the parallel loop
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t n = 0; n < d_.mb; ++n)
       for (int64_t b = 0; b < blocks; ++b) {

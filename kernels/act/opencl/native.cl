@@ -53,7 +53,16 @@ __kernel void softmax_fwd(const int IC, const int HW, const int mode,
   const float r = 1.0f / s;
   for (int c = 0; c < IC; ++c) y[base + (size_t)c * HW] *= r;
   if (mode == 0) return;
-  const int pos = n * HW + i, label = (int)labels[pos];
+  const int pos = n * HW + i;
+  const float lf = labels[pos];
+  // A label that is not a class index never reads or writes out of bounds: its loss (or its
+  // gradient) becomes NaN, which the check against the reference reports.
+  if (!(lf >= 0.0f && lf < (float)IC && lf == floor(lf))) {
+    if (mode == 1) loss[pos] = NAN;
+    else y[base] = NAN;
+    return;
+  }
+  const int label = (int)lf;
   if (mode == 1) loss[pos] = log(s) - (x[base + (size_t)label * HW] - m);
   else y[base + (size_t)label * HW] -= 1.0f;
 }
