@@ -16,9 +16,17 @@ const char* isa();
 void exp(const float* x, float* y, int64_t n);  // y = exp(x)
 // y = exp(x - shift); returns the sum of y, accumulated in fp64 (a softmax denominator).
 double exp_shifted_sum(const float* x, float* y, int64_t n, float shift);
-void sigmoid(const float* x, float* y, int64_t n);  // 1 / (1 + exp(-x))
-void tanh(const float* x, float* y, int64_t n);
-void sigmoid_bwd(const float* x, const float* dy, float* dx, int64_t n);  // dy s (1 - s)
-void tanh_bwd(const float* x, const float* dy, float* dx, int64_t n);     // dy (1 - t^2)
+// The element-wise activations. nt: non-temporal stores, for outputs larger than the last-level
+// cache (they skip reading each destination line in before writing it); aligned outputs only,
+// else plain stores.
+void relu(const float* x, float* y, int64_t n, bool nt = false);  // max(x, 0)
+void relu_bwd(const float* x, const float* dy, float* dx, int64_t n,
+              bool nt = false);                                      // x > 0 ? dy : 0
+void sigmoid(const float* x, float* y, int64_t n, bool nt = false);  // 1 / (1 + exp(-x))
+void tanh(const float* x, float* y, int64_t n, bool nt = false);
+void sigmoid_bwd(const float* x, const float* dy, float* dx, int64_t n,
+                 bool nt = false);  // dy s (1 - s)
+void tanh_bwd(const float* x, const float* dy, float* dx, int64_t n,
+              bool nt = false);  // dy (1 - t^2)
 
 }  // namespace pb::vmath

@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "kernels/act/act.h"
+#include "kernels/core/machine.h"
 #include "kernels/core/vmath.h"
 
 namespace pb {
@@ -73,21 +74,25 @@ class ActCpuNative : public ActImpl {
   }
 
  private:
+  // Outputs larger than the last-level cache are written with non-temporal stores.
+  bool stream_output() const {
+    return static_cast<size_t>(d_.size()) * sizeof(float) > cache_bytes(0);
+  }
+
   void eltwise_fwd() {
     const float* x = in_[0]->data();
     float* y = out_[0].data();
     const int64_t n = d_.size();
-    switch (d_.func) {
-      case ActFunc::relu:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-      case ActFunc::sigmoid:
-        parallel_ranges(n, [&](int64_t b, int64_t c) { vmath::sigmoid(x + b, y + b, c); });
-        break;
-      default:
-        parallel_ranges(n, [&](int64_t b, int64_t c) { vmath::tanh(x + b, y + b, c); });
-    }
+    const bool nt = stream_output();
+    const ActFunc f = d_.func;
+    parallel_ranges(n, [&](int64_t b, int64_t c) {
+      if (f == ActFunc::relu)
+        vmath::relu(x + b, y + b, c, nt);
+      else if (f == ActFunc::sigmoid)
+        vmath::sigmoid(x + b, y + b, c, nt);
+      else
+        vmath::tanh(x + b, y + b, c, nt);
+    });
   }
 
   void eltwise_bwd() {
@@ -95,19 +100,16 @@ class ActCpuNative : public ActImpl {
     const float* dy = in_[1]->data();
     float* dx = out_[0].data();
     const int64_t n = d_.size();
-    switch (d_.func) {
-      case ActFunc::relu:
-#pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-        break;
-      case ActFunc::sigmoid:
-        parallel_ranges(
-            n, [&](int64_t b, int64_t c) { vmath::sigmoid_bwd(x + b, dy + b, dx + b, c); });
-        break;
-      default:
-        parallel_ranges(n,
-                        [&](int64_t b, int64_t c) { vmath::tanh_bwd(x + b, dy + b, dx + b, c); });
-    }
+    const bool nt = stream_output();
+    const ActFunc f = d_.func;
+    parallel_ranges(n, [&](int64_t b, int64_t c) {
+      if (f == ActFunc::relu)
+        vmath::relu_bwd(x + b, dy + b, dx + b, c, nt);
+      else if (f == ActFunc::sigmoid)
+        vmath::sigmoid_bwd(x + b, dy + b, dx + b, c, nt);
+      else
+        vmath::tanh_bwd(x + b, dy + b, dx + b, c, nt);
+    });
   }
 
   // Softmax family over the channel axis, a block of up to kB positions at a time (one when
