@@ -4,7 +4,6 @@
 #include "benchmarks/bench_common.h"
 
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +17,7 @@
 
 #include "kernels/core/dataset.h"
 #include "kernels/core/error.h"
+#include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
@@ -287,10 +287,8 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 
 size_t run_with_progress(const std::vector<std::string>& names) {
-  const char* env = std::getenv("PRIMBENCH_PROGRESS");
-  const std::string e = env ? env : "";
-  const bool tty = isatty(STDERR_FILENO);
-  if (e == "0" || (e != "1" && !tty)) return benchmark::RunSpecifiedBenchmarks();
+  const ProgressMode mode = progress_mode();
+  if (!mode.on) return benchmark::RunSpecifiedBenchmarks();
   // The benchmarks the filter selects, as Google Benchmark matches them (POSIX extended regex
   // on the full name; a leading '-' negates).
   std::string filter = benchmark::GetBenchmarkFilter();
@@ -305,7 +303,7 @@ size_t run_with_progress(const std::vector<std::string>& names) {
     return benchmark::RunSpecifiedBenchmarks();  // Google Benchmark reports the bad filter
   }
   if (total == 0) return benchmark::RunSpecifiedBenchmarks();
-  ProgressReporter reporter(benchmark::CreateDefaultDisplayReporter(), total, tty);
+  ProgressReporter reporter(benchmark::CreateDefaultDisplayReporter(), total, mode.tty);
   return benchmark::RunSpecifiedBenchmarks(&reporter);
 }
 

@@ -56,14 +56,14 @@ std::string file_safe(std::string s) {
   return s;
 }
 
-std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState cache) {
+std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState cache,
+                     const std::string& context) {
   std::string s = "{\"impl\":" + json_str(r.impl) + ",\"desc\":" + json_str(p.desc_str()) +
                   ",\"dir\":" + json_str(dir_str(p.dir())) + ",\"status\":" + json_str(r.status);
   const std::string contract =
       ",\"timing\":" + json_str(timing_str(timing)) + ",\"cache\":" + json_str(cache_str(cache));
   if (r.status == "unsupported")
-    return s + ",\"reason\":" + json_str(r.reason) + contract +
-           ",\"context\":" + environment_json() + "}";
+    return s + ",\"reason\":" + json_str(r.reason) + contract + ",\"context\":" + context + "}";
   s += ",\"time_ms\":" + json_num(r.time_ms) + ",\"gflops\":" + json_num(r.gflops) +
        ",\"peak_pct\":" + json_num(r.peak_pct) + ",\"prep_ms\":" + json_num(r.prep_ms) +
        ",\"compute_ms\":" + json_num(r.phases.compute) +
@@ -84,7 +84,7 @@ std::string row_json(const Problem& p, const Row& r, Timing timing, CacheState c
     s += (i ? "," : "") + json_str(r.extra[i].first) + ":" + json_num(r.extra[i].second);
   s += "}";
   if (!r.reason.empty()) s += ",\"reason\":" + json_str(r.reason);
-  return s + contract + ",\"context\":" + environment_json() + "}";
+  return s + contract + ",\"context\":" + context + "}";
 }
 
 void print_text(const Problem& p, const Row& r) {
@@ -180,6 +180,7 @@ int cmd_run(int argc, char** argv) {
         p->bytes() / 1e6, threads(), peak / 1e9, timing_str(timing).c_str(),
         cache_str(cache).c_str());
   int ran = 0, failed = 0, unsupported = 0;
+  std::string context;  // the JSON rows' "context" (environment_json())
   std::vector<std::string> saved;
   for (const std::string& impl : impls) {
     Row r;
@@ -233,9 +234,10 @@ int cmd_run(int argc, char** argv) {
         ++failed;
       }
     }
-    if (json)
-      std::printf("%s\n", row_json(*p, r, timing, cache).c_str());
-    else
+    if (json) {
+      if (context.empty()) context = environment_json();  // once per command, not per row
+      std::printf("%s\n", row_json(*p, r, timing, cache, context).c_str());
+    } else
       print_text(*p, r);
     std::fflush(stdout);
   }

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -84,6 +86,16 @@ std::string json_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
+}
+
+ProgressMode progress_mode() {
+  const char* env = std::getenv("PRIMBENCH_PROGRESS");
+  const std::string e = env ? env : "";
+  ProgressMode m;
+  m.tty = isatty(STDERR_FILENO);
+  m.forced = e == "1";
+  m.on = e != "0" && (m.forced || m.tty);
+  return m;
 }
 
 }  // namespace pb

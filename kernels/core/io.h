@@ -17,4 +17,12 @@ std::string json_str(const std::string& s);
 // A JSON number; NaN and Inf become null.
 std::string json_num(double v);
 
+// Whether to show progress on stderr (never on stdout): PRIMBENCH_PROGRESS=1 always, 0 never,
+// else when stderr is a terminal. `forced`: it was PRIMBENCH_PROGRESS=1; `tty`: stderr is a
+// terminal (then progress rewrites one line with '\r').
+struct ProgressMode {
+  bool on = false, forced = false, tty = false;
+};
+ProgressMode progress_mode();
+
 }  // namespace pb

@@ -287,20 +287,25 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
 }  // namespace
 
 size_t cache_bytes(int level, size_t fallback) {
-  size_t best = 0;
-  int best_level = 0;
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type");
-    int lv = 0;
-    std::string sz, ty;
-    if (!(lf >> lv) || !(sf >> sz) || !(tf >> ty) || ty == "Instruction") continue;
-    size_t v = std::strtoull(sz.c_str(), nullptr, 10);
-    const char unit = sz.empty() ? 0 : sz.back();
-    v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
-    if (level > 0 ? lv == level : lv > best_level) best_level = lv, best = v;
-  }
-  return best > 0 ? best : fallback;
+  // sysfs read once: level -> bytes of cpu0's data or unified cache (callers sit on hot paths).
+  static const std::map<int, size_t> sizes = [] {
+    std::map<int, size_t> s;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+      std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type");
+      int lv = 0;
+      std::string sz, ty;
+      if (!(lf >> lv) || !(sf >> sz) || !(tf >> ty) || ty == "Instruction") continue;
+      size_t v = std::strtoull(sz.c_str(), nullptr, 10);
+      const char unit = sz.empty() ? 0 : sz.back();
+      v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+      if (v > 0) s[lv] = v;
+    }
+    return s;
+  }();
+  if (level <= 0) return sizes.empty() ? fallback : sizes.rbegin()->second;
+  auto it = sizes.find(level);
+  return it != sizes.end() ? it->second : fallback;
 }
 
 const CpuFacts& cpu_facts() {
@@ -320,7 +325,6 @@ const MachineInfo& machine_info() {
   auto it = cache.find(t);
   if (it != cache.end()) return it->second;
   MachineInfo m;
-  m.cpu_model = cpu_model();
   m.threads = t;
   const std::string dir = probe_dir(), key = probe_key(t);
   const char* env = std::getenv("PRIMBENCH_PROBE");

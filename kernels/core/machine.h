@@ -8,7 +8,6 @@
 namespace pb {
 
 struct MachineInfo {
-  std::string cpu_model;
   int threads = 0;
   double peak_flops = 0;   // fp32 FLOP/s, FMA loop, all threads: the best of several passes
   double triad_bytes = 0;  // bytes/s, a[i] = b[i] + s*c[i] (12 bytes per element, STREAM rule)

@@ -1,12 +1,9 @@
 // The network executor's plan (see executor_impl.h): the primitive calls, the executor's own
 // steps and the buffers of each layer kind, forward, backward and SGD update.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +13,7 @@
 #include "kernels/conv/traits.h"
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
+#include "kernels/core/io.h"
 #include "kernels/gemm/traits.h"
 #include "kernels/net/executor_impl.h"
 #include "kernels/net/native_ops.h"
@@ -282,11 +280,10 @@ namespace {
 class PlanProgress {
  public:
   PlanProgress(const std::string& name, size_t total, bool searching) : name_(name), total_(total) {
-    const char* env = std::getenv("PRIMBENCH_PROGRESS");
-    const std::string e = env ? env : "";
-    on_ = searching && e != "0" && (e == "1" || isatty(STDERR_FILENO));
-    always_ = e == "1";
-    tty_ = isatty(STDERR_FILENO);
+    const ProgressMode m = progress_mode();
+    on_ = searching && m.on;
+    always_ = m.forced;
+    tty_ = m.tty;
   }
   void step(size_t done) {
     if (!on_) return;
