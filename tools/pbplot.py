@@ -350,19 +350,6 @@ def _short_key(key):
     return tuple(k)
 
 
-def _without(key, field):
-    k = list(key)
-    k[R.KEY_FIELDS.index(field)] = ""
-    if field == "threads":  # PoCL's CPU device has as many compute units as threads
-        i = R.KEY_FIELDS.index("device")
-        k[i] = re.sub(r"\b\d+ CU\b", "N CU", k[i])
-    return tuple(k)
-
-
-def _field(key, field):
-    return key[R.KEY_FIELDS.index(field)]
-
-
 _NAME_PRIORITY = ["threads", "batch", "machine", "timing", "cache", "ranks", "device"]
 
 
@@ -405,7 +392,7 @@ def context_names(keys):
 
 
 def _machine(key):
-    return _field(key, "machine") or "unknown machine"
+    return R.key_field(key, "machine") or "unknown machine"
 
 
 def title_of(subject, key, drop=()):
@@ -740,7 +727,7 @@ def _throughput(e):
             return v, {"images_per_s": "images/s", "samples_per_s": "samples/s"}.get(c, "items/s")
     s = e.seconds()
     try:
-        b = float(e.batch or _field(e.key, "batch"))
+        b = float(e.batch or R.key_field(e.key, "batch"))
     except ValueError:
         b = None
     if s and b:
@@ -851,7 +838,7 @@ def _kind_split(e, data):
     backend, _, policy = e.impl.partition("/")
     for r in data.layer_runs:
         if (r["network"], r["backend"], r["policy"], r["mode"]) == (net, backend, policy, mode) \
-                and _without(r["key"], "device") == _without(e.key, "device"):
+                and R.key_without(r["key"], "device") == R.key_without(e.key, "device"):
             for l in r["layers"]:
                 if R.num(l, "ms") is not None:
                     k = _KIND_OF_LAYER.get(str(l.get("kind", "")), "other")
@@ -1296,7 +1283,7 @@ def plot_scaling(data, w, styles):
 
 
 def _sweep_value(e, field):
-    v = _field(e.key, field)
+    v = R.key_field(e.key, field)
     if field == "batch" and not v:
         v = e.batch
     try:
@@ -1313,7 +1300,7 @@ def _sweep(data, w, styles, field):
         x = _sweep_value(e, field)
         if x is None:
             continue
-        gkey = _without(e.key, field)
+        gkey = R.sweep_family(e.key, field)
         groups.setdefault(gkey, {}).setdefault(e.shape, {}).setdefault(e.impl, {})[x] = e
     plots = []
     for gkey, shapes in groups.items():
@@ -1428,7 +1415,7 @@ def plot_allreduce(data, w, styles):
     groups = {}
     for e in data.entries.values():
         if e.prim == "allreduce" and e.ok:
-            groups.setdefault(_without(e.key, "ranks"), []).append(e)
+            groups.setdefault(R.key_without(e.key, "ranks"), []).append(e)
     names = context_names(groups)
     for gkey, entries in groups.items():
         nm = "allreduce" + names[gkey]
