@@ -475,7 +475,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // One level of threads: a call from inside a parallel region runs on its calling thread.
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
 #ifdef PB_X86
-  if (ta && !tb && n <= kDotMaxN && std::string(cf.isa) == "avx512")
+  if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
 #endif
   const int mr = cf.mr, nr = cf.nr;

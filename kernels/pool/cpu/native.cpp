@@ -157,7 +157,9 @@ class PoolCpuNative : public HostPool {
 
   template <bool Max>
   void forward() {
-    if (d_.sw == 1)
+    if (global())
+      forward_global<Max>();
+    else if (d_.sw == 1)
       forward_sw<Max, 1>();
     else if (d_.sw == 2)
       forward_sw<Max, 2>();
@@ -170,7 +172,6 @@ class PoolCpuNative : public HostPool {
     const PoolDesc& d = d_;
     const float* src = src_->data();
     float* dst = out_.data();
-    if (global()) return forward_global<Max>();
 #pragma omp parallel
     {
       float* h = scratch_.data() + scratch_stride_ * omp_get_thread_num();
@@ -260,7 +261,9 @@ class PoolCpuNative : public HostPool {
   }
 
   void backward_avg() {
-    if (d_.sw == 1)
+    if (global())
+      backward_avg_global();
+    else if (d_.sw == 1)
       backward_avg_sw<1>();
     else if (d_.sw == 2)
       backward_avg_sw<2>();
@@ -276,7 +279,6 @@ class PoolCpuNative : public HostPool {
     const int64_t sw = SW > 0 ? SW : d.sw;
     const float* dy = dy_->data();
     float* dx = out_.data();
-    if (global()) return backward_avg_global();
 #pragma omp parallel
     {
       float* gr = scratch_.data() + scratch_stride_ * omp_get_thread_num();
