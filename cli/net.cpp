@@ -9,10 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
+#include "kernels/core/grammar.h"
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
@@ -21,51 +22,36 @@
 namespace pb::cli {
 
 int cmd_net(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2,
-                      {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
-                       "--find-cache", "--busbw", "--allreduce-json", "--seed"},
-                      {"--train", "--list", "--check", "--composed"});
-  if (a.has("--list") || a.positional.empty()) {
+  const NetCliOptions o = parse_net_options(argc, argv);
+  if (o.list) {
     for (const auto& n : Network::list()) std::printf("%s\n", n.c_str());
-    return a.positional.empty() && !a.has("--list") ? 2 : 0;
+    return o.list_asked ? 0 : 2;
   }
-  if (a.positional.size() != 1)
-    throw InputError("network", "give one network name (primbench net --list)");
-  if (a.has("--threads"))
-    set_threads(a.get_int("--threads", 0, 1, 1024));
+  if (o.threads)
+    set_threads(*o.threads);
   else
     init_threads_from_env();
   check_environment();
-  Network net = Network::load(a.positional[0]);
-  if (a.has("--batch")) net = net.with_batch(a.get_int("--batch", 0, 1, 1 << 20));
+  Network net = Network::load(o.network);
+  if (o.batch) net = net.with_batch(*o.batch);
   NetOptions opt;
-  opt.backend = a.get("--backend", "cpu");
-  opt.policy = a.get("--policy", "best");
-  opt.train = a.has("--train");
-  opt.composed = a.has("--composed");
-  opt.find_cache = a.get("--find-cache", "");
-  opt.seed = static_cast<uint64_t>(a.get_int("--seed", 1, 0, 1 << 30));
-  double busbw = 0;
-  if (a.has("--busbw")) {
-    try {
-      busbw = std::stod(a.get("--busbw", "0"));
-    } catch (...) {
-      busbw = -1;
-    }
-    if (!(busbw > 0)) throw InputError("--busbw", "needs a positive GB/s value");
-  }
-  if (a.has("--busbw") && a.has("--allreduce-json"))
-    throw InputError("--allreduce-json", "give --busbw or --allreduce-json, not both");
+  opt.backend = o.backend;
+  opt.policy = o.policy;
+  opt.train = o.train;
+  opt.composed = o.composed;
+  opt.find_cache = o.find_cache;
+  opt.seed = static_cast<uint64_t>(o.seed);
+  const double busbw = o.busbw;
   // The projection's busbw per rank count: one figure for p = 2..16, or bench_allreduce's.
   std::vector<Busbw> per_p;
   std::string source;
   if (busbw > 0) {
     for (int p : {2, 4, 8, 16}) per_p.push_back({p, busbw, "", 0});
-    source = "--busbw " + a.get("--busbw", "");
-  } else if (a.has("--allreduce-json")) {
+    source = "--busbw " + number_str(busbw);
+  } else if (!o.allreduce_json.empty()) {
     // Files, or folders of tools/allreduce's bench_allreduce_np<N>.json.
     std::vector<std::string> files;
-    std::stringstream list(a.get("--allreduce-json", ""));
+    std::stringstream list(o.allreduce_json);
     for (std::string f; std::getline(list, f, ',');) {
       std::error_code ec;
       if (!std::filesystem::is_directory(f, ec)) {
@@ -79,8 +65,7 @@ int cmd_net(int argc, char** argv) {
       }
     }
     if (files.empty())
-      throw InputError("--allreduce-json",
-                       "no bench_allreduce JSON in '" + a.get("--allreduce-json", "") + "'");
+      throw InputError("--allreduce-json", "no bench_allreduce JSON in '" + o.allreduce_json + "'");
     for (const std::string& f : files) {
       for (const Busbw& b : read_allreduce_busbw(f, 4.0 * net.params())) per_p.push_back(b);
       source += (source.empty() ? "" : ",") + f;
@@ -93,7 +78,7 @@ int cmd_net(int argc, char** argv) {
   // seed, weights and batch): the output (logits) normwise and the loss; a mismatch exits 1.
   std::string check_json;
   bool check_failed = false;
-  if (a.has("--check")) {
+  if (o.check) {
     NetOptions ro = opt;
     ro.backend = "ref", ro.policy = "first", ro.find_cache = "off";
     Executor ref(net, ro);
@@ -113,7 +98,7 @@ int cmd_net(int argc, char** argv) {
                  ",\"err_l2\":" + json_num(c.l2_rel) + ",\"loss\":" + json_num(ex.loss()) +
                  ",\"ref_loss\":" + json_num(ref.loss()) + "}";
   }
-  NetResult r = measure_network(ex, opt, a.has("--check") ? 0 : 1, a.get_int("--reps", 3, 1, 1000));
+  NetResult r = measure_network(ex, opt, o.check ? 0 : 1, o.reps);
   std::fputs(table(r).c_str(), stdout);
   std::vector<Projection> proj = project_data_parallel(r, per_p);
   if (!proj.empty()) {
@@ -132,11 +117,11 @@ int cmd_net(int argc, char** argv) {
           p.busbw.ranks, p.busbw.gbs, p.allreduce_ms, p.step_ms, p.efficiency, run.c_str());
     }
   }
-  if (a.has("--json")) {
+  if (!o.json.empty()) {
     std::string j = to_json(r, proj, source);
     if (!check_json.empty()) j = j.substr(0, j.rfind('}')) + ",\"check\":" + check_json + "}";
     j = j.substr(0, j.rfind('}')) + ",\"context\":" + environment_json() + "}";
-    write_file_atomic(a.get("--json", ""), j + "\n");
+    write_file_atomic(o.json, j + "\n");
   }
   return check_failed ? 1 : 0;
 }

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
@@ -131,26 +131,19 @@ void save_problem(const std::string& dir, Problem& p, const std::vector<std::str
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  Args a = parse_args(
-      argc, argv, 2,
-      {"--dir", "--impl", "--reps", "--threads", "--seed", "--save", "--timing", "--cache"},
-      {"--check", "--json"});
-  if (a.positional.size() != 2)
-    throw InputError("usage", "primbench run <prim> <descriptor> [options] (see --help)");
-  const PrimitiveInfo& prim = find_primitive(a.positional[0]);
-  Dir dir = parse_dir(a.get("--dir", dir_str(prim.dirs.front())));
-  int reps = a.get_int("--reps", 5, 1, 1000000);
-  int seed = a.get_int("--seed", 1, 0, 1 << 30);
-  if (a.has("--threads"))
-    set_threads(a.get_int("--threads", 1, 1, 4096));
+  const RunOptions o = parse_run_options(argc, argv);
+  const PrimitiveInfo& prim = find_primitive(o.prim);
+  const Dir dir = o.dir.value_or(prim.dirs.front());
+  const int reps = o.reps, seed = o.seed;
+  if (o.threads)
+    set_threads(*o.threads);
   else
     init_threads_from_env();
   check_environment();
-  bool check = a.has("--check"), json = a.has("--json");
-  const Timing timing = parse_timing(a.get("--timing", "layer"), "--timing");
-  const CacheState cache = parse_cache(a.get("--cache", "hot"), "--cache");
-  std::string save = a.get("--save", "");
-  if (a.has("--save") && save.empty()) throw InputError("--save", "needs a folder");
+  const bool check = o.check, json = o.json;
+  const Timing timing = o.timing;
+  const CacheState cache = o.cache;
+  std::string save = o.save;
   // Under mpirun (allreduce): every rank runs and checks; rank 0 prints and saves; the exit
   // status is the worst over ranks.
   if (world::launched() && world::rank() != 0) {
@@ -158,8 +151,8 @@ int cmd_run(int argc, char** argv) {
     save.clear();
   }
 
-  std::unique_ptr<Problem> p = prim.make(a.positional[1], dir, static_cast<uint64_t>(seed));
-  std::string want = a.get("--impl", "all");
+  std::unique_ptr<Problem> p = prim.make(o.desc, dir, static_cast<uint64_t>(seed));
+  const std::string& want = o.impl;
   bool all = want == "all";
   const std::vector<std::string> registered = p->impls();
   std::vector<std::string> impls = all ? registered : std::vector<std::string>{want};

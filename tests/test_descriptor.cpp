@@ -1,6 +1,7 @@
 // Descriptor grammar: round trips, derived fields, and malformed strings naming the bad token.
 #include <gtest/gtest.h>
 
+#include "kernels/bnorm/desc.h"
 #include "kernels/core/error.h"
 #include "kernels/core/grammar.h"
 #include "kernels/gemm/desc.h"
@@ -101,3 +102,18 @@ TEST(DescriptorSmoke, MinusOneIsNotOmitted) {
 
 }  // namespace
 }  // namespace pb
+
+// A size past every integer type is refused with its size in MB, not a wrapped negative number
+// (tools/fuzz found the cast to long long in the message: undefined behaviour).
+TEST(DescriptorSmoke, HugeSizesAreReportedNotWrapped) {
+  for (const char* text : {"mb4ic4836487ih1474874966", "mb2147483647ic2147483647ih2147483647"}) {
+    try {
+      pb::BnormDesc::parse(text);
+      FAIL() << text << " was accepted";
+    } catch (const pb::InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("problem needs "), std::string::npos) << what;
+      EXPECT_EQ(what.find("needs -"), std::string::npos) << what;
+    }
+  }
+}

@@ -44,6 +44,11 @@ std::vector<DataLine> load_set(const std::string& prim, const std::string& set) 
 
 std::vector<DataLine> load_file(const std::string& path, const std::string& set) {
   std::ifstream in(path);
+  return parse_lines(in, path, set);
+}
+
+std::vector<DataLine> parse_lines(std::istream& in, const std::string& path,
+                                  const std::string& set) {
   std::vector<DataLine> out;
   std::string line;
   int no = 0;

@@ -1,6 +1,7 @@
 // Shape-set loader: data/<prim>/<set>.txt, one descriptor per line, '#' comments.
 #pragma once
 
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ std::vector<DataLine> load_set(const std::string& prim, const std::string& set);
 
 // The descriptor lines of one file in the data-set format; empty when the file does not exist.
 std::vector<DataLine> load_file(const std::string& path, const std::string& set);
+// The same from a stream; `path` names it in the lines.
+std::vector<DataLine> parse_lines(std::istream& in, const std::string& path,
+                                  const std::string& set);
 
 // Parses every line with Desc::parse; an error names file:line and the bad token.
 template <class Desc>

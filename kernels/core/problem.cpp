@@ -25,23 +25,6 @@ const PrimitiveInfo& find_primitive(const std::string& name) {
   throw InputError("prim", "unknown primitive '" + name + "' (have: " + known + ")");
 }
 
-std::string timing_str(Timing t) {
-  return t == Timing::kernel ? "kernel" : t == Timing::step ? "step" : "layer";
-}
-Timing parse_timing(const std::string& s, const std::string& field) {
-  for (Timing t : {Timing::kernel, Timing::layer, Timing::step})
-    if (s == timing_str(t)) return t;
-  throw InputError(field, "timing contract '" + s + "' is not kernel, layer or step");
-}
-std::string cache_str(CacheState c) {
-  return c == CacheState::cold ? "cold" : "hot";
-}
-CacheState parse_cache(const std::string& s, const std::string& field) {
-  if (s == "hot") return CacheState::hot;
-  if (s == "cold") return CacheState::cold;
-  throw InputError(field, "cache state '" + s + "' is not hot or cold");
-}
-
 double timed_iteration(Runner& r, Timing timing, PhaseTimes* phases) {
   // Each phase is followed by sync() so that work enqueued on a device is counted in its phase.
   auto phase = [&r](auto&& fn, double* into) {

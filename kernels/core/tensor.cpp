@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -63,9 +64,13 @@ template class HostTensor<int32_t>;
 void check_fits_in_memory(double bytes, const std::string& field) {
   double phys = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   if (bytes > 0.8 * phys) {
-    throw InputError(field, "problem needs " + std::to_string(static_cast<long long>(bytes / 1e6)) +
-                                " MB, more than 80% of this machine's " +
-                                std::to_string(static_cast<long long>(phys / 1e6)) + " MB");
+    // %.0f, not a cast to an integer: a descriptor's size can exceed any integer type (found by
+    // tools/fuzz: the cast is undefined behaviour and printed a negative size).
+    char need[64], have[64];
+    std::snprintf(need, sizeof need, "%.0f", bytes / 1e6);
+    std::snprintf(have, sizeof have, "%.0f", phys / 1e6);
+    throw InputError(field, std::string("problem needs ") + need +
+                                " MB, more than 80% of this machine's " + have + " MB");
   }
 }
 

@@ -82,17 +82,23 @@ std::vector<std::string> Network::list() {
 }
 
 Network Network::load(const std::string& name_or_path) {
-  Network net;
   const bool is_path =
       name_or_path.size() > 4 && name_or_path.compare(name_or_path.size() - 4, 4, ".txt") == 0;
-  net.file = is_path ? name_or_path : data_dir() + "/networks/" + name_or_path + ".txt";
-  net.name = std::filesystem::path(net.file).stem().string();
-  std::ifstream f(net.file);
+  const std::string file =
+      is_path ? name_or_path : data_dir() + "/networks/" + name_or_path + ".txt";
+  std::ifstream f(file);
   if (!f) {
     std::string known;
     for (const auto& n : list()) known += (known.empty() ? "" : ", ") + n;
     throw InputError("network", "'" + name_or_path + "' not found (known: " + known + ")");
   }
+  return parse(f, file);
+}
+
+Network Network::parse(std::istream& f, const std::string& file) {
+  Network net;
+  net.file = file;
+  net.name = std::filesystem::path(file).stem().string();
   std::string text;
   int lineno = 0;
   while (std::getline(f, text)) {

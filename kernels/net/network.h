@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct Network {
   // Loads data/networks/<name>.txt (or a path ending in .txt); throws InputError naming
   // "<file>:<line> layer <name>: <field>" when a line is malformed or does not chain.
   static Network load(const std::string& name_or_path);
+  // The same from a stream of network-file lines; `file` names it in messages.
+  static Network parse(std::istream& in, const std::string& file);
   static std::vector<std::string> list();  // available network names
   // Samples per batch: images, vectors or sequences (mb / seq).
   int64_t batch() const { return mb / seq; }

@@ -1,0 +1,83 @@
+// The CLI's options (see options.h).
+#include "cli/options.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "cli/args.h"
+#include "kernels/core/error.h"
+
+namespace pb::cli {
+
+RunOptions parse_run_options(int argc, char** argv) {
+  Args a = parse_args(
+      argc, argv, 2,
+      {"--dir", "--impl", "--reps", "--threads", "--seed", "--save", "--timing", "--cache"},
+      {"--check", "--json"});
+  if (a.positional.size() != 2)
+    throw InputError("usage", "primbench run <prim> <descriptor> [options] (see --help)");
+  RunOptions o;
+  o.prim = a.positional[0];
+  o.desc = a.positional[1];
+  if (a.has("--dir")) {
+    try {
+      o.dir = parse_dir(a.get("--dir", ""));
+    } catch (const InputError& e) {  // name the flag the user typed
+      throw InputError("--dir", std::string(e.what()).substr(e.field().size() + 2));
+    }
+  }
+  o.impl = a.get("--impl", "all");
+  if (o.impl.empty()) throw InputError("--impl", "needs an implementation name or all");
+  o.reps = a.get_int("--reps", 5, 1, 1000000);
+  o.seed = a.get_int("--seed", 1, 0, 1 << 30);
+  if (a.has("--threads")) o.threads = a.get_int("--threads", 1, 1, 4096);
+  o.check = a.has("--check");
+  o.json = a.has("--json");
+  o.timing = parse_timing(a.get("--timing", "layer"), "--timing");
+  o.cache = parse_cache(a.get("--cache", "hot"), "--cache");
+  o.save = a.get("--save", "");
+  if (a.has("--save") && o.save.empty()) throw InputError("--save", "needs a folder");
+  return o;
+}
+
+NetCliOptions parse_net_options(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2,
+                      {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
+                       "--find-cache", "--busbw", "--allreduce-json", "--seed"},
+                      {"--train", "--list", "--check", "--composed"});
+  NetCliOptions o;
+  o.list_asked = a.has("--list");
+  o.list = o.list_asked || a.positional.empty();
+  if (!o.list) {
+    if (a.positional.size() != 1)
+      throw InputError("network", "give one network name (primbench net --list)");
+    o.network = a.positional[0];
+  }
+  if (a.has("--threads")) o.threads = a.get_int("--threads", 0, 1, 1024);
+  if (a.has("--batch")) o.batch = a.get_int("--batch", 0, 1, 1 << 20);
+  o.backend = a.get("--backend", "cpu");
+  o.policy = a.get("--policy", "best");
+  o.train = a.has("--train");
+  o.composed = a.has("--composed");
+  o.check = a.has("--check");
+  o.find_cache = a.get("--find-cache", "");
+  o.seed = a.get_int("--seed", 1, 0, 1 << 30);
+  o.reps = a.get_int("--reps", 3, 1, 1000);
+  o.json = a.get("--json", "");
+  if (a.has("--json") && o.json.empty()) throw InputError("--json", "needs a file name");
+  if (a.has("--busbw")) {
+    const std::string v = a.get("--busbw", "");
+    char* end = nullptr;
+    o.busbw = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end || !std::isfinite(o.busbw) || !(o.busbw > 0))
+      throw InputError("--busbw", "needs a positive, finite GB/s value, got '" + v + "'");
+  }
+  o.allreduce_json = a.get("--allreduce-json", "");
+  if (a.has("--allreduce-json") && o.allreduce_json.empty())
+    throw InputError("--allreduce-json", "needs files or folders");
+  if (a.has("--busbw") && a.has("--allreduce-json"))
+    throw InputError("--allreduce-json", "give --busbw or --allreduce-json, not both");
+  return o;
+}
+
+}  // namespace pb::cli
