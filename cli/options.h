@@ -26,7 +26,7 @@ RunOptions parse_run_options(int argc, char** argv);
 
 // `primbench net <network>|--list [options]`
 struct NetCliOptions {
-  std::string network;  // "" when listing
+  std::string network;      // "" when listing
   bool list = false;        // list the networks: --list, or no network given (then exit 2)
   bool list_asked = false;  // --list
   std::string backend = "cpu", policy = "best", find_cache, json;

@@ -41,7 +41,8 @@ void descriptor_round_trip(const std::string& s) {
   } catch (const InputError& e) {
     fail("'" + s + "' parses, but its str() '" + printed + "' does not: " + e.what());
   }
-  if (!(again == d)) fail("'" + s + "' prints as '" + printed + "', which parses to another descriptor");
+  if (!(again == d))
+    fail("'" + s + "' prints as '" + printed + "', which parses to another descriptor");
   if (again.str() != printed)
     fail("'" + s + "' prints as '" + printed + "' and then as '" + again.str() + "'");
   volatile double sink = d.flops() + d.bytes();

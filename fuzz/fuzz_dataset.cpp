@@ -34,13 +34,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(pb::fuzz::text(data + 1, size - 1));
   const std::vector<pb::DataLine> lines = pb::parse_lines(in, "fuzz.txt", "fuzz");
   switch (data[0] % 7) {
-    case 0: lines_round_trip<pb::GemmDesc>(lines); break;
-    case 1: lines_round_trip<pb::ConvDesc>(lines); break;
-    case 2: lines_round_trip<pb::PoolDesc>(lines); break;
-    case 3: lines_round_trip<pb::BnormDesc>(lines); break;
-    case 4: lines_round_trip<pb::ActDesc>(lines); break;
-    case 5: lines_round_trip<pb::RnnDesc>(lines); break;
-    default: lines_round_trip<pb::AllreduceDesc>(lines); break;
+    case 0:
+      lines_round_trip<pb::GemmDesc>(lines);
+      break;
+    case 1:
+      lines_round_trip<pb::ConvDesc>(lines);
+      break;
+    case 2:
+      lines_round_trip<pb::PoolDesc>(lines);
+      break;
+    case 3:
+      lines_round_trip<pb::BnormDesc>(lines);
+      break;
+    case 4:
+      lines_round_trip<pb::ActDesc>(lines);
+      break;
+    case 5:
+      lines_round_trip<pb::RnnDesc>(lines);
+      break;
+    default:
+      lines_round_trip<pb::AllreduceDesc>(lines);
+      break;
   }
   return 0;
 }

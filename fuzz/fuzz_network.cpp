@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t b : {int64_t(1), int64_t(3), int64_t(1) << 20}) {
     try {
       pb::Network other = net.with_batch(b);
-      if (other.batch() != b) pb::fuzz::fail("with_batch(" + std::to_string(b) + ") gave another batch");
+      if (other.batch() != b)
+        pb::fuzz::fail("with_batch(" + std::to_string(b) + ") gave another batch");
     } catch (const pb::InputError&) {
     }
   }

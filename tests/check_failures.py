@@ -8,9 +8,11 @@ Usage: check_failures.py <repo root> <build dir>
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT, BUILD = sys.argv[1], sys.argv[2]
 BENCH = os.path.join(BUILD, "bench_gemm")
@@ -109,12 +111,59 @@ for flag in ("--primbench_timing=sideways", "--primbench_cache=warm"):
 
 # tools/bench: a failed benchmark makes it exit 1 (results in a private folder).
 # --no-build: ctest runs other tests beside this one, and a rebuild here (the commit recorded in
-# every binary changes with each commit) would relink their binaries while they run.
+# every binary changes with each commit) would relink their binaries while they run. The
+# binaries are this build's (a sanitized one under tools/test --sanitize).
 code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
                  "--benchmark_filter=gemm/cpu/openblas/square:256/"],
                 {"PRIMBENCH_INJECT_ERROR": "cpu/openblas",
-                 "PRIMBENCH_RESULTS_DIR": os.path.join(tmp, "results")})
+                 "PRIMBENCH_RESULTS_DIR": os.path.join(tmp, "results"),
+                 "PRIMBENCH_BUILD_DIR": BUILD})
 expect(code == 1 and "bench_gemm failed" in out, "tools/bench exits 1 on a FAIL (got %d)" % code, out)
+
+# tools/bench interrupted (SIGINT to its process group, as Ctrl-C sends): exit 130, no partial
+# JSON left, results/latest still names the last complete run.
+results = os.path.join(tmp, "results_int")
+bench_env = dict(os.environ, PRIMBENCH_RESULTS_DIR=results, PRIMBENCH_BUILD_DIR=BUILD)
+bench_env.pop("PRIMBENCH_INJECT_ERROR", None)
+code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
+                 "--benchmark_filter=gemm/cpu/packed/square:256/"],
+                {"PRIMBENCH_RESULTS_DIR": results, "PRIMBENCH_BUILD_DIR": BUILD})
+expect(code == 0, "tools/bench runs one benchmark (got %d)" % code, out)
+first = os.readlink(os.path.join(results, "latest")) if code == 0 else None
+p = subprocess.Popen([os.path.join(ROOT, "tools", "bench"), "--no-build", "--primbench_sets=square",
+                      "--benchmark_filter=gemm/cpu/", "--benchmark_min_time=0.5"],
+                     env=bench_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                     start_new_session=True)
+log = ""
+for line in p.stdout:  # interrupt once the binary runs
+    log += line
+    if line.startswith("=== bench_gemm"):
+        time.sleep(1.5)
+        os.killpg(p.pid, signal.SIGINT)
+        break
+log += p.communicate(timeout=120)[0]
+expect(p.returncode == 130 and "bench: interrupted" in log,
+       "an interrupted tools/bench exits 130 saying so (got %s)" % p.returncode, log)
+expect(first is not None and os.readlink(os.path.join(results, "latest")) == first,
+       "results/latest still names the last complete run after an interrupt")
+for d, _, files in os.walk(results):
+    for f in files:
+        if f.endswith(".tmp"):
+            failures.append("an interrupted tools/bench left %s" % os.path.join(d, f))
+        elif f.endswith(".json"):
+            try:
+                json.load(open(os.path.join(d, f)))
+            except ValueError:
+                failures.append("an interrupted tools/bench left a half-written %s" % f)
+
+# tools/bench with a results folder it cannot create: one line naming the variable, exit 2.
+blocker = os.path.join(tmp, "a_file")
+open(blocker, "w").close()
+code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build", "--benchmark_filter=none"],
+                {"PRIMBENCH_RESULTS_DIR": os.path.join(blocker, "results"),
+                 "PRIMBENCH_BUILD_DIR": BUILD})
+expect(code == 2 and "PRIMBENCH_RESULTS_DIR" in out,
+       "tools/bench with an unwritable results folder exits 2 naming it (got %d)" % code, out)
 
 # primbench net --check: the network's reference comparison catches a wrong layer output.
 cli = os.path.join(BUILD, "primbench")
