@@ -171,6 +171,9 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
 void check_environment() {
   vmath::isa();
   sgemm_library();
+#ifdef PRIMBENCH_HAVE_OPENCL
+  ocl::fp64_forced_off();
+#endif
 }
 
 std::string environment_json() {

@@ -56,19 +56,23 @@ const std::vector<Row> kTable = {
      "covers the log growth with margin"},
     {"conv", "ocl/fft", 1e-5, 1e-5,
      "FFT convolution like cpu/fft: own radix-2 fp32 FFTs (sizes 8..32, twiddles from an fp32 "
-     "table), filter spectra in fp64 on the host, complex products summed over icg by the fp32 "
+     "table), filter spectra on the device (filter_map.cl: fp64 where the device has cl_khr_fp64, "
+     "else fp32; PRIMBENCH_OCL_FP64=0 forces fp32: 3.28e-7 vs 3.25e-7 at ic256 14x14), complex "
+     "products summed over icg by the fp32 "
      "tiled GEMM (3M or real embedding); error grows like eps*log2(nh*nw) plus the GEMM's "
      "~sqrt(icg)*eps: measured normwise 2.3e-7 (icg 64), 3.1e-7 (128), 3.7e-7..4.1e-7 (256), "
      "5.1e-7 (512) on the conformance data of the ResNet-50/VGG-16 3x3 layers; the cpu/fft "
      "bound applies"},
     {"conv", "ocl/winograd_f2", 1e-6, 2e-5,
-     "same transforms as cpu/winograd_f2 (filters in fp64 on the host, quarter-integer "
+     "same transforms as cpu/winograd_f2 (filters on the device, in fp64 where it has cl_khr_fp64, "
+     "else fp32: exact either way, quarter-integer "
      "products), summed over icg by the tiled GEMM in another order: measured 0 on the "
      "conformance data; the cpu/winograd_f2 reasoning and bounds apply. bwd_d is the same "
      "forward pass over diff_dst with flipped, transposed filters (sums over ocg): measured 0 "
      "on the conformance data and on VGG-16 conv5 (ocg 512) at batch 16"},
     {"conv", "ocl/winograd_f4", 2e-5, 2e-5,
-     "same F(4x4,3x3) transforms as cpu/winograd_f4 (G applied in fp64 on the host, B^T/A^T "
+     "same F(4x4,3x3) transforms as cpu/winograd_f4 (G applied on the device in fp64 where it has "
+     "cl_khr_fp64, else fp32: 2.45e-6 vs 2.43e-6 normwise at ic256 14x14; B^T/A^T "
      "in fp32 on the device): measured normwise 1.35e-6 at icg 64, growing like sqrt(icg) as "
      "on the CPU; the cpu/winograd_f4 bound applies; bwd_d (the same pass over diff_dst, flipped "
      "transposed filters, sums over ocg): "

@@ -153,7 +153,9 @@ struct Runtime {
     info.max_work_group_size = device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
     info.local_mem_size = device_value<cl_ulong>(device, CL_DEVICE_LOCAL_MEM_SIZE);
     info.global_mem_size = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
-    info.fp64 = device_value<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+    info.max_mem_alloc_size = device_value<cl_ulong>(device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    info.fp64 = device_value<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0 &&
+                !fp64_forced_off();
   }
 };
 
@@ -169,6 +171,13 @@ const Runtime& usable() {
 }
 
 }  // namespace
+
+bool fp64_forced_off() {
+  const char* v = std::getenv("PRIMBENCH_OCL_FP64");
+  if (!v || !*v || std::string(v) == "1") return false;
+  if (std::string(v) == "0") return true;
+  throw InputError("PRIMBENCH_OCL_FP64", std::string("'") + v + "' is not 0 or 1");
+}
 
 std::string unavailable_reason() {
   try {

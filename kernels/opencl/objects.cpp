@@ -17,6 +17,12 @@ size_t transfer_count() {
 }
 
 Buffer::Buffer(size_t bytes, cl_mem_flags flags) : bytes_(bytes) {
+  // A reason before the driver's bare CL_INVALID_BUFFER_SIZE (or a lazy failure at first use).
+  const cl_ulong max = device_info().max_mem_alloc_size;
+  if (max != 0 && bytes > max)
+    throw Unsupported("a buffer of " + std::to_string(bytes >> 20) + " MiB is larger than " +
+                      device_info().name + "'s largest allocation, " + std::to_string(max >> 20) +
+                      " MiB (CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
   cl_int err = CL_SUCCESS;
   mem_ = clCreateBuffer(context(), flags, bytes == 0 ? 1 : bytes, nullptr, &err);
   check(err, "clCreateBuffer");

@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -59,6 +61,17 @@ bool read_file(const std::string& path, std::vector<unsigned char>* out) {
   return !out->empty();
 }
 
+// An unwritable cache is not an error: the run goes on without it, said once per process.
+void warn_cache_unwritable(const std::string& dir, int err) {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  std::fprintf(stderr,
+               "primbench: warning: cannot write the OpenCL binary cache in %s (%s); programs are "
+               "built from source in every process (PRIMBENCH_CL_CACHE=<folder>|off)\n",
+               dir.c_str(), std::strerror(err));
+}
+
 // Writes whole or not at all: a temp file in the same directory, then rename.
 void write_file_atomic(const std::string& dir, const std::string& path,
                        const std::vector<unsigned char>& data) {
@@ -66,15 +79,22 @@ void write_file_atomic(const std::string& dir, const std::string& path,
   std::random_device rd;
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd());
   {
+    errno = 0;
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;  // a read-only cache is not an error
+    if (!f) return warn_cache_unwritable(dir, errno ? errno : EACCES);
     f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    if (!f) {
+    f.close();
+    if (!f) {  // disk full: nothing half-written stays
+      const int err = errno ? errno : ENOSPC;
       std::remove(tmp.c_str());
-      return;
+      return warn_cache_unwritable(dir, err);
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    warn_cache_unwritable(dir, err);
+  }
 }
 
 cl_program from_binary(const std::vector<unsigned char>& bin, const std::string& options) {
@@ -147,8 +167,10 @@ std::string cache_dir() {
   return "";
 }
 
-cl_program program(const std::string& key, const std::string& options, double* build_ms,
+cl_program program(const std::string& key, const std::string& given_options, double* build_ms,
                    bool* cache_hit) {
+  const std::string options =
+      fp64_forced_off() ? given_options + " -DPRIMBENCH_NO_FP64" : given_options;
   auto t0 = std::chrono::steady_clock::now();
   auto done = [&](cl_program p, bool hit) {
     if (build_ms)

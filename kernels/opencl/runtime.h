@@ -27,12 +27,17 @@ struct DeviceInfo {
   cl_uint compute_units = 0;
   size_t max_work_group_size = 0;
   cl_ulong local_mem_size = 0, global_mem_size = 0;
-  bool fp64 = false;  // CL_DEVICE_DOUBLE_FP_CONFIG is not empty
+  cl_ulong max_mem_alloc_size = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer
+  bool fp64 = false;  // CL_DEVICE_DOUBLE_FP_CONFIG is not empty, and not PRIMBENCH_OCL_FP64=0
 };
 
 // The chosen device (the first GPU, else the first device; PRIMBENCH_OPENCL_DEVICE picks one by
 // index across all platforms or by case-insensitive name substring) and its context and one
 // in-order queue with profiling enabled. These throw pb::Unsupported when no device is usable.
+// PRIMBENCH_OCL_FP64=0: run the fp32-only paths of a device without cl_khr_fp64 on any device
+// (every program is built with -DPRIMBENCH_NO_FP64 and DeviceInfo::fp64 is false); 1 or unset:
+// fp64 where the device has it. Another value is an InputError naming the variable.
+bool fp64_forced_off();
 cl_device_id device();
 cl_context context();
 cl_command_queue queue();

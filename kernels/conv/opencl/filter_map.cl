@@ -5,7 +5,7 @@
 // maps, so weights that change on the device (a network's SGD step) are transformed there.
 // Accumulates in fp64 where the device has it.
 
-#ifdef cl_khr_fp64
+#if defined(cl_khr_fp64) && !defined(PRIMBENCH_NO_FP64)  // PRIMBENCH_OCL_FP64=0 defines it
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double acc_t;
 #else
