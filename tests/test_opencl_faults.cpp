@@ -25,14 +25,15 @@ using test::run_cli;
 
 const char* kRun = "run act mb2ic5ih3_relu --impl ocl/native --check --reps 1";
 
-#define SKIP_WITHOUT_OPENCL()                                             \
-  do {                                                                    \
-    const std::string why = opencl_unavailable();                         \
+#define SKIP_WITHOUT_OPENCL()                                           \
+  do {                                                                  \
+    const std::string why = opencl_unavailable();                       \
     if (!why.empty()) GTEST_SKIP() << "no OpenCL device here: " << why; \
   } while (0)
 
 fs::path fresh_dir(const std::string& what) {
-  fs::path d = fs::temp_directory_path() / ("pb_oclfault_" + what + "_" + std::to_string(::getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("pb_oclfault_" + what + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -102,7 +103,8 @@ TEST(OpenclFaultSmoke, UnwritableCacheWarnsAndRuns) {
   std::ofstream(dir / "a_file") << "x";  // a folder under a regular file cannot exist, even as root
   auto r = run_cli(kRun, "PRIMBENCH_CL_CACHE=" + (dir / "a_file" / "cl").string());
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("warning: cannot write the OpenCL binary cache"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: cannot write the OpenCL binary cache"), std::string::npos)
+      << r.out;
   fs::remove_all(dir);
 }
 

@@ -3,6 +3,7 @@
 #include "kernels/allreduce/world.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -39,6 +40,14 @@ State& state() {
     MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(s.comm, &s.rank);
     MPI_Comm_size(s.comm, &s.size);
+    // Testing the failure path: PRIMBENCH_INJECT_RANK_EXIT=<r> makes rank r die right after
+    // MPI_Init, without finalising, as a crashed rank would; the others must not hang
+    // (tests/CMakeLists.txt, mpi.allreduce.rank_exits_early).
+    if (const char* r = std::getenv("PRIMBENCH_INJECT_RANK_EXIT"))
+      if (*r && std::atoi(r) == s.rank) {
+        std::fprintf(stderr, "rank %d: exiting early (PRIMBENCH_INJECT_RANK_EXIT)\n", s.rank);
+        std::_Exit(3);
+      }
   });
   return s;
 }
