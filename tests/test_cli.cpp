@@ -251,5 +251,18 @@ TEST(CliSmoke, BadCodePathVariablesExitTwo) {
   EXPECT_EQ(ok.status, 0) << ok.out;
 }
 
+// A shape within the descriptor limits that the memory available cannot hold (here: an address
+// space capped at 3 GB, the GEMM needs 4.8 GB): one line naming the allocation, exit 4, no abort.
+TEST(CliSmoke, OutOfMemoryIsAnErrorNotACrash) {
+#ifdef PRIMBENCH_SANITIZED
+  GTEST_SKIP() << "the sanitizers reserve terabytes of address space: no ulimit -v under them";
+#endif
+  auto r = run_cli("run gemm m20000n20000k20000 --impl cpu/packed --reps 1", "ulimit -v 3000000;");
+  EXPECT_EQ(r.status, 4) << r.out;
+  EXPECT_NE(r.out.find("primbench: error: out of memory allocating 1600000000 bytes"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace pb::test
