@@ -148,6 +148,9 @@ std::string name_token(const std::string& name) {
 }
 
 std::string number_str(double v) {
+  // -0 prints as 0: "-0" reads back as the integer 0, so it would print differently the second
+  // time (tools/fuzz: m1beta-0E-6 -> m1n1k1beta-0 -> m1n1k1beta0). The two compare equal.
+  if (v == 0) v = 0.0;
   char buf[64];
   for (int prec = 1; prec <= 17; ++prec) {
     std::snprintf(buf, sizeof buf, "%.*g", prec, v);
