@@ -117,6 +117,15 @@ TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
             std::string::npos);
   EXPECT_EQ(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1 bias\nf fc oc10\nl loss xent_mb2ic10\n"),
             "");
+  // Sizes no machine holds are refused while loading, naming the field (tools/fuzz: the fc's
+  // weight count overflowed int64 in params(); the input's c*h*w likewise).
+  EXPECT_NE(load_error("data input mb64c26752h1\nf fc oc2408999999999992\n").find("layer f: oc"),
+            std::string::npos);
+  EXPECT_NE(load_error("data input mb64c26752h1\nf fc oc2000000000\n").find("layer f: fc weights"),
+            std::string::npos);
+  EXPECT_NE(load_error("data input mb2c3000000000h8\n").find("layer data: c"), std::string::npos);
+  EXPECT_NE(load_error("data input mb2c300000h300000\n").find("layer data: input"),
+            std::string::npos);
   EXPECT_THROW(Network::load("no_such_network"), InputError);
   EXPECT_THROW(Network::load("tiny_mlp").with_batch(0), InputError);
   EXPECT_THROW(Executor(Network::load("tiny_mlp"), options("gpu", "best", false)), InputError);

@@ -9,6 +9,7 @@
 #include "kernels/core/dataset.h"
 #include "kernels/core/error.h"
 #include "kernels/core/grammar.h"
+#include "kernels/core/tensor.h"
 
 namespace pb {
 
@@ -43,6 +44,9 @@ int64_t Network::params() const {
 }
 
 namespace {
+
+// Every size of a network file below 2^31, as in the descriptors (BLAS and oneDNN take ints).
+constexpr int64_t kMaxDim = int64_t(1) << 31;
 
 LayerKind parse_kind(const std::string& s, const std::string& where) {
   for (int k = 0; k <= static_cast<int>(LayerKind::rnn); ++k)
@@ -181,6 +185,11 @@ Network Network::parse(std::istream& f, const std::string& file) {
           if (net.seq <= 0 || mb % net.seq != 0)
             throw InputError("t", "must be > 0 and divide mb (the positions), got t" +
                                       std::to_string(net.seq) + " for mb" + std::to_string(mb));
+          for (const char* k : {"mb", "c", "h", "w"})
+            if (r.get(k, 1) >= kMaxDim)
+              throw InputError(k, "must be < 2^31, got " + std::to_string(r.get(k, 1)));
+          check_fits_in_memory(4.0 * static_cast<double>(mb) * l.out.c * l.out.h * l.out.w,
+                               "input (mb, c, h, w)");
           break;
         }
         case LayerKind::conv: {
@@ -226,6 +235,11 @@ Network Network::parse(std::istream& f, const std::string& file) {
           r.read();
           l.fc_out = r.get("oc", 0);
           if (l.fc_out <= 0) throw InputError("oc", "fc needs oc > 0, as in oc1000");
+          if (l.fc_out >= kMaxDim)
+            throw InputError("oc", "must be < 2^31, got " + std::to_string(l.fc_out));
+          // The weights, input features x oc (tools/fuzz: their count overflowed in params()).
+          check_fits_in_memory(4.0 * static_cast<double>(l.in.size()) * l.fc_out,
+                               "fc weights (input features x oc)");
           l.out = {l.fc_out, 1, 1};
           break;
         }
@@ -272,6 +286,9 @@ Network Network::with_batch(int64_t samples) const {
   if (samples <= 0) throw InputError("batch", "must be > 0, got " + std::to_string(samples));
   Network n = *this;
   const int64_t mb = samples * seq;
+  if (!layers.empty())
+    check_fits_in_memory(4.0 * static_cast<double>(mb) * layers[0].out.size(),
+                         "batch (the input at that batch)");
   n.mb = mb;
   for (Layer& l : n.layers) {
     l.conv.mb = l.pool.mb = l.bnorm.mb = l.act.mb = mb;
