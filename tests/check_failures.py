@@ -8,6 +8,7 @@ Usage: check_failures.py <repo root> <build dir>
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -164,6 +165,23 @@ code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build", "--benchmar
                  "PRIMBENCH_BUILD_DIR": BUILD})
 expect(code == 2 and "PRIMBENCH_RESULTS_DIR" in out,
        "tools/bench with an unwritable results folder exits 2 naming it (got %d)" % code, out)
+
+# tools/allreduce: mpirun without enough slots is named, exit 1, and results/latest is not
+# moved to a run without results; bad --ranks exits 2 naming it (where MPI was built).
+if os.path.exists(os.path.join(BUILD, "bench_allreduce")) and shutil.which("mpirun"):
+    hostfile = os.path.join(tmp, "hostfile")
+    with open(hostfile, "w") as f:
+        f.write("localhost slots=1\n")
+    ar_results = os.path.join(tmp, "results_ar")
+    allreduce = [os.path.join(ROOT, "tools", "allreduce"), "--build", BUILD]
+    code, out = run(allreduce + ["--ranks", "2", "--hostfile", hostfile, "--benchmark_filter=none"],
+                    {"PRIMBENCH_RESULTS_DIR": ar_results})
+    expect(code == 1 and "not enough slots in " + hostfile in out and "FAILED for ranks: 2" in out,
+           "tools/allreduce names the missing slots and exits 1 (got %d)" % code, out)
+    expect(not os.path.lexists(os.path.join(ar_results, "latest")),
+           "tools/allreduce points results/latest at a run without results")
+    code, out = run(allreduce + ["--ranks", "2,x"], {"PRIMBENCH_RESULTS_DIR": ar_results})
+    expect(code == 2 and "--ranks" in out, "tools/allreduce --ranks 2,x exits 2 naming it", out)
 
 # primbench net --check: the network's reference comparison catches a wrong layer output.
 cli = os.path.join(BUILD, "primbench")
