@@ -166,6 +166,39 @@ code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build", "--benchmar
 expect(code == 2 and "PRIMBENCH_RESULTS_DIR" in out,
        "tools/bench with an unwritable results folder exits 2 naming it (got %d)" % code, out)
 
+# tools/bench on a full disk (a 64 KiB tmpfs, where this machine lets us mount one): whatever
+# fits is whole, nothing half-written or temporary stays, and what did not fit is said in a
+# line, not a traceback.
+full = os.path.join(tmp, "full")
+os.makedirs(full)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    try:
+        code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
+                         "--benchmark_filter=gemm/cpu/packed/square:256/|conv_fwd/cpu/direct/"],
+                        {"PRIMBENCH_RESULTS_DIR": os.path.join(full, "results"),
+                         "PRIMBENCH_BUILD_DIR": BUILD})
+        expect("Traceback" not in out, "tools/bench on a full disk: no traceback", out)
+        expect(code == 0 or "No space left on device" in out or "disk full" in out,
+               "tools/bench on a full disk says why it failed (got %d)" % code, out)
+        for d, _, files in os.walk(full):
+            for f in files:
+                p = os.path.join(d, f)
+                if ".tmp" in f:
+                    failures.append("tools/bench on a full disk left %s" % p)
+                elif f.endswith(".json"):
+                    try:
+                        json.load(open(p))
+                    except ValueError:
+                        failures.append("tools/bench on a full disk left a half-written %s" % p)
+                elif f.endswith((".svg", ".html")):
+                    if not open(p).read().rstrip().endswith(("</svg>", "</html>")):
+                        failures.append("tools/bench on a full disk left a half-written %s" % p)
+    finally:
+        subprocess.run(["umount", full])
+else:
+    print("skipped: the full-disk case (cannot mount a tmpfs here)")
+
 # tools/allreduce: mpirun without enough slots is named, exit 1, and results/latest is not
 # moved to a run without results; bad --ranks exits 2 naming it (where MPI was built).
 if os.path.exists(os.path.join(BUILD, "bench_allreduce")) and shutil.which("mpirun"):

@@ -522,16 +522,31 @@ class Writer:
         os.makedirs(self.outdir, exist_ok=True)
         if "svg" in self.formats:
             path = os.path.join(self.outdir, name + ".svg")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg)
+            _write_whole(path, lambda f: f.write(
+                ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg).encode("utf-8")))
             files.append(path)
         if "png" in self.formats:
             path = os.path.join(self.outdir, name + ".png")
-            fig.savefig(path, format="png", dpi=PNG_DPI, bbox_inches="tight", pad_inches=0.08,
-                        metadata={"Title": title.replace("\n", " - ")})
+            _write_whole(path, lambda f: fig.savefig(
+                f, format="png", dpi=PNG_DPI, bbox_inches="tight", pad_inches=0.08,
+                metadata={"Title": title.replace("\n", " - ")}))
             files.append(path)
         self.results.append(dict(name=name, title=title.replace("\n", " - "), caption=caption,
                                  svg=svg, files=files))
+
+
+def _write_whole(path, write):
+    """Writes a file whole or not at all (a temporary file, then a rename): on a full disk no
+    half-written plot stays behind."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _figure(w, h):
