@@ -139,6 +139,27 @@ TEST(OpenclFaultSmoke, BufferOverTheLargestAllocationIsUnsupported) {
   ocl::Buffer fits(1 << 20);  // and the device still works afterwards
   EXPECT_EQ(fits.bytes(), size_t(1) << 20);
 }
+
+// A launch whose work-group is over what the device allows the kernel: Unsupported naming the
+// kernel and the limit, before the driver's bare CL_INVALID_WORK_GROUP_SIZE.
+TEST(OpenclFaultSmoke, WorkGroupOverTheKernelLimitIsUnsupported) {
+  SKIP_WITHOUT_OPENCL();
+  cl_program p = ocl::program("act/native.cl", "-DFUNC=0");
+  ocl::Kernel k(p, "eltwise_fwd");
+  size_t limit = 0;
+  ASSERT_EQ(clGetKernelWorkGroupInfo(k.get(), ocl::device(), CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof(limit), &limit, nullptr),
+            CL_SUCCESS);
+  const size_t local[2] = {limit, 2}, global[2] = {limit, 2};
+  try {
+    k.enqueue(2, global, local);
+    FAIL() << "a work-group of " << 2 * limit << " work-items was enqueued";
+  } catch (const Unsupported& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("kernel eltwise_fwd"), std::string::npos) << what;
+    EXPECT_NE(what.find("CL_KERNEL_WORK_GROUP_SIZE"), std::string::npos) << what;
+  }
+}
 #endif
 
 }  // namespace

@@ -139,6 +139,7 @@ Kernel& Kernel::operator=(Kernel&& o) noexcept {
   if (this != &o) {
     reset();
     std::swap(k_, o.k_);
+    std::swap(max_wg_, o.max_wg_);
   }
   return *this;
 }
@@ -146,9 +147,52 @@ Kernel& Kernel::operator=(Kernel&& o) noexcept {
 void Kernel::reset() {
   if (k_) clReleaseKernel(k_);
   k_ = nullptr;
+  max_wg_ = 0;
+}
+
+void Kernel::check_limits(cl_uint dims, const size_t* local) const {
+  if (max_wg_ == 0) {
+    cl_device_id dev = device();
+    check(clGetKernelWorkGroupInfo(k_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(max_wg_), &max_wg_,
+                                   nullptr),
+          "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
+    cl_ulong local_mem = 0;
+    check(clGetKernelWorkGroupInfo(k_, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(local_mem), &local_mem,
+                                   nullptr),
+          "clGetKernelWorkGroupInfo(CL_KERNEL_LOCAL_MEM_SIZE)");
+    if (local_mem > device_info().local_mem_size)
+      throw Unsupported("kernel " + name() + " needs " + std::to_string(local_mem) +
+                        " bytes of local memory, " + device_info().name + " has " +
+                        std::to_string(device_info().local_mem_size) +
+                        " (CL_DEVICE_LOCAL_MEM_SIZE)");
+  }
+  size_t items = 1;
+  const size_t* max_items = device_info().max_work_item_sizes;
+  for (cl_uint d = 0; d < dims; ++d) {
+    items *= local[d];
+    if (d < 3 && max_items[d] != 0 && local[d] > max_items[d])
+      throw Unsupported("kernel " + name() + ": a work-group of " + std::to_string(local[d]) +
+                        " in dimension " + std::to_string(d) + " is over " + device_info().name +
+                        "'s " + std::to_string(max_items[d]) + " (CL_DEVICE_MAX_WORK_ITEM_SIZES)");
+  }
+  if (items > max_wg_)
+    throw Unsupported("kernel " + name() + ": a work-group of " + std::to_string(items) +
+                      " work-items is over the " + std::to_string(max_wg_) + " that " +
+                      device_info().name + " allows it (CL_KERNEL_WORK_GROUP_SIZE)");
+}
+
+std::string Kernel::name() const {
+  size_t n = 0;
+  if (!k_ || clGetKernelInfo(k_, CL_KERNEL_FUNCTION_NAME, 0, nullptr, &n) != CL_SUCCESS || n == 0)
+    return "?";
+  std::string s(n, '\0');
+  if (clGetKernelInfo(k_, CL_KERNEL_FUNCTION_NAME, n, s.data(), nullptr) != CL_SUCCESS) return "?";
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
 }
 
 void Kernel::enqueue(cl_uint dims, const size_t* global, const size_t* local, Event* ev) const {
+  if (local) check_limits(dims, local);
   check(clEnqueueNDRangeKernel(queue(), k_, dims, nullptr, global, local, 0, nullptr,
                                ev ? ev->out() : nullptr),
         "clEnqueueNDRangeKernel");

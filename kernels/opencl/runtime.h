@@ -26,6 +26,7 @@ struct DeviceInfo {
   cl_device_type type = 0;
   cl_uint compute_units = 0;
   size_t max_work_group_size = 0;
+  size_t max_work_item_sizes[3] = {0, 0, 0};  // per dimension of a work-group
   cl_ulong local_mem_size = 0, global_mem_size = 0;
   cl_ulong max_mem_alloc_size = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer
   bool fp64 = false;  // CL_DEVICE_DOUBLE_FP_CONFIG is not empty, and not PRIMBENCH_OCL_FP64=0
@@ -135,7 +136,7 @@ class Kernel {
   Kernel() = default;
   Kernel(cl_program program, const char* name);
   ~Kernel() { reset(); }
-  Kernel(Kernel&& o) noexcept : k_(o.k_) { o.k_ = nullptr; }
+  Kernel(Kernel&& o) noexcept : k_(o.k_), max_wg_(o.max_wg_) { o.k_ = nullptr; }
   Kernel& operator=(Kernel&& o) noexcept;
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
@@ -150,13 +151,18 @@ class Kernel {
     cl_uint i = 0;
     (set_arg(i++, args), ...);
   }
-  // Enqueues on queue(); local may be null. `ev` may be null.
+  // Enqueues on queue(); local may be null. `ev` may be null. A work-group larger than the
+  // device allows this kernel (CL_KERNEL_WORK_GROUP_SIZE, CL_DEVICE_MAX_WORK_ITEM_SIZES) or
+  // local memory beyond the device's is Unsupported, with the figures, not a bare driver error.
   void enqueue(cl_uint dims, const size_t* global, const size_t* local, Event* ev = nullptr) const;
   cl_kernel get() const { return k_; }
+  std::string name() const;  // the kernel function's name, for messages
   void reset();
 
  private:
+  void check_limits(cl_uint dims, const size_t* local) const;
   cl_kernel k_ = nullptr;
+  mutable size_t max_wg_ = 0;  // CL_KERNEL_WORK_GROUP_SIZE, read at the first enqueue
 };
 
 // clFinish(queue()).
