@@ -151,10 +151,10 @@ void Kernel::reset() {
 }
 
 void Kernel::check_limits(cl_uint dims, const size_t* local) const {
-  if (max_wg_ == 0) {
+  if (max_wg_ == 0) {  // read once; set only when the kernel fits the device's local memory
     cl_device_id dev = device();
-    check(clGetKernelWorkGroupInfo(k_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(max_wg_), &max_wg_,
-                                   nullptr),
+    size_t wg = 0;
+    check(clGetKernelWorkGroupInfo(k_, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg), &wg, nullptr),
           "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)");
     cl_ulong local_mem = 0;
     check(clGetKernelWorkGroupInfo(k_, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(local_mem), &local_mem,
@@ -165,6 +165,7 @@ void Kernel::check_limits(cl_uint dims, const size_t* local) const {
                         " bytes of local memory, " + device_info().name + " has " +
                         std::to_string(device_info().local_mem_size) +
                         " (CL_DEVICE_LOCAL_MEM_SIZE)");
+    max_wg_ = wg;
   }
   size_t items = 1;
   const size_t* max_items = device_info().max_work_item_sizes;
