@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::istringstream in(pb::fuzz::text(data + 1, size - 1));
   const std::vector<pb::DataLine> lines = pb::parse_lines(in, "fuzz.txt", "fuzz");
-  switch (data[0] % 7) {
+  switch (data[0] % 7) {  // tools/fuzz's seeds put each data file behind its case's byte
     case 0:
       lines_round_trip<pb::GemmDesc>(lines);
       break;
