@@ -27,13 +27,43 @@ def expect(cond, what, detail=""):
         failures.append(what + ("\n" + detail[-3000:] if detail else ""))
 
 
-def run(cmd, env_extra=None):
+def child_env(env_extra=None):
     env = dict(os.environ)
     env.pop("PRIMBENCH_INJECT_ERROR", None)
     env.update(env_extra or {})
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=600)
+    return env
+
+
+def run(cmd, env_extra=None):
+    p = subprocess.run(cmd, env=child_env(env_extra), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=600)
     return p.returncode, p.stdout
+
+
+TOOLS_BENCH = [os.path.join(ROOT, "tools", "bench"), "--no-build"]
+
+
+def bench_env(results, **extra):
+    """tools/bench's environment: this build's binaries, results under `results`."""
+    return dict(PRIMBENCH_RESULTS_DIR=results, PRIMBENCH_BUILD_DIR=BUILD, **extra)
+
+
+def expect_whole_files(root, who):
+    """Every file under root is whole: no temporary file, every JSON parses, every SVG and
+    HTML page ends."""
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            if ".tmp" in f:
+                failures.append("%s left %s" % (who, p))
+            elif f.endswith(".json"):
+                try:
+                    json.load(open(p))
+                except ValueError:
+                    failures.append("%s left a half-written %s" % (who, p))
+            elif f.endswith((".svg", ".html")):
+                if not open(p).read().rstrip().endswith(("</svg>", "</html>")):
+                    failures.append("%s left a half-written %s" % (who, p))
 
 
 def bench(out, *extra, inject=None):
@@ -114,27 +144,21 @@ for flag in ("--primbench_timing=sideways", "--primbench_cache=warm"):
 # --no-build: ctest runs other tests beside this one, and a rebuild here (the commit recorded in
 # every binary changes with each commit) would relink their binaries while they run. The
 # binaries are this build's (a sanitized one under tools/test --sanitize).
-code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
-                 "--benchmark_filter=gemm/cpu/openblas/square:256/"],
-                {"PRIMBENCH_INJECT_ERROR": "cpu/openblas",
-                 "PRIMBENCH_RESULTS_DIR": os.path.join(tmp, "results"),
-                 "PRIMBENCH_BUILD_DIR": BUILD})
+code, out = run(TOOLS_BENCH + ["--benchmark_filter=gemm/cpu/openblas/square:256/"],
+                bench_env(os.path.join(tmp, "results"), PRIMBENCH_INJECT_ERROR="cpu/openblas"))
 expect(code == 1 and "bench_gemm failed" in out, "tools/bench exits 1 on a FAIL (got %d)" % code, out)
 
 # tools/bench interrupted (SIGINT to its process group, as Ctrl-C sends): exit 130, no partial
 # JSON left, results/latest still names the last complete run.
 results = os.path.join(tmp, "results_int")
-bench_env = dict(os.environ, PRIMBENCH_RESULTS_DIR=results, PRIMBENCH_BUILD_DIR=BUILD)
-bench_env.pop("PRIMBENCH_INJECT_ERROR", None)
-code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
-                 "--benchmark_filter=gemm/cpu/packed/square:256/"],
-                {"PRIMBENCH_RESULTS_DIR": results, "PRIMBENCH_BUILD_DIR": BUILD})
+code, out = run(TOOLS_BENCH + ["--benchmark_filter=gemm/cpu/packed/square:256/"],
+                bench_env(results))
 expect(code == 0, "tools/bench runs one benchmark (got %d)" % code, out)
 first = os.readlink(os.path.join(results, "latest")) if code == 0 else None
-p = subprocess.Popen([os.path.join(ROOT, "tools", "bench"), "--no-build", "--primbench_sets=square",
-                      "--benchmark_filter=gemm/cpu/", "--benchmark_min_time=0.5"],
-                     env=bench_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                     start_new_session=True)
+p = subprocess.Popen(TOOLS_BENCH + ["--primbench_sets=square", "--benchmark_filter=gemm/cpu/",
+                                    "--benchmark_min_time=0.5"],
+                     env=child_env(bench_env(results)), stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
 log = ""
 for line in p.stdout:  # interrupt once the binary runs
     log += line
@@ -147,22 +171,13 @@ expect(p.returncode == 130 and "bench: interrupted" in log,
        "an interrupted tools/bench exits 130 saying so (got %s)" % p.returncode, log)
 expect(first is not None and os.readlink(os.path.join(results, "latest")) == first,
        "results/latest still names the last complete run after an interrupt")
-for d, _, files in os.walk(results):
-    for f in files:
-        if f.endswith(".tmp"):
-            failures.append("an interrupted tools/bench left %s" % os.path.join(d, f))
-        elif f.endswith(".json"):
-            try:
-                json.load(open(os.path.join(d, f)))
-            except ValueError:
-                failures.append("an interrupted tools/bench left a half-written %s" % f)
+expect_whole_files(results, "an interrupted tools/bench")
 
 # tools/bench with a results folder it cannot create: one line naming the variable, exit 2.
 blocker = os.path.join(tmp, "a_file")
 open(blocker, "w").close()
-code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build", "--benchmark_filter=none"],
-                {"PRIMBENCH_RESULTS_DIR": os.path.join(blocker, "results"),
-                 "PRIMBENCH_BUILD_DIR": BUILD})
+code, out = run(TOOLS_BENCH + ["--benchmark_filter=none"],
+                bench_env(os.path.join(blocker, "results")))
 expect(code == 2 and "PRIMBENCH_RESULTS_DIR" in out,
        "tools/bench with an unwritable results folder exits 2 naming it (got %d)" % code, out)
 
@@ -174,26 +189,13 @@ os.makedirs(full)
 if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     try:
-        code, out = run([os.path.join(ROOT, "tools", "bench"), "--no-build",
-                         "--benchmark_filter=gemm/cpu/packed/square:256/|conv_fwd/cpu/direct/"],
-                        {"PRIMBENCH_RESULTS_DIR": os.path.join(full, "results"),
-                         "PRIMBENCH_BUILD_DIR": BUILD})
+        code, out = run(TOOLS_BENCH +
+                        ["--benchmark_filter=gemm/cpu/packed/square:256/|conv_fwd/cpu/direct/"],
+                        bench_env(os.path.join(full, "results")))
         expect("Traceback" not in out, "tools/bench on a full disk: no traceback", out)
         expect(code == 0 or "No space left on device" in out or "disk full" in out,
                "tools/bench on a full disk says why it failed (got %d)" % code, out)
-        for d, _, files in os.walk(full):
-            for f in files:
-                p = os.path.join(d, f)
-                if ".tmp" in f:
-                    failures.append("tools/bench on a full disk left %s" % p)
-                elif f.endswith(".json"):
-                    try:
-                        json.load(open(p))
-                    except ValueError:
-                        failures.append("tools/bench on a full disk left a half-written %s" % p)
-                elif f.endswith((".svg", ".html")):
-                    if not open(p).read().rstrip().endswith(("</svg>", "</html>")):
-                        failures.append("tools/bench on a full disk left a half-written %s" % p)
+        expect_whole_files(full, "tools/bench on a full disk")
     finally:
         subprocess.run(["umount", full])
 else:
