@@ -75,7 +75,8 @@ int cmd_net(int argc, char** argv) {
   }
   Executor ex(net, opt);
   // --check: one step against the same network composed of the fp64 reference kernels (same
-  // seed, weights and batch): the output (logits) normwise and the loss; a mismatch exits 1.
+  // seed, weights and batch): the output (logits) normwise and the loss, and in training every
+  // weight gradient of that step (both from the same initial weights); a mismatch exits 1.
   std::string check_json;
   bool check_failed = false;
   if (o.check) {
@@ -84,19 +85,44 @@ int cmd_net(int argc, char** argv) {
     Executor ref(net, ro);
     ex.step();
     ref.step();
-    const Tensor &got = ex.output(), &want = ref.output();
-    Comparator cmp;
-    for (int64_t i = 0; i < std::min(got.size(), want.size()); ++i) cmp.add(i, got[i], want[i]);
-    CheckResult c = cmp.finish(tolerance("net", "*", false), false);
+    const Tolerance tol = tolerance("net", "*", false);
+    const CheckResult c = compare_tensors(ex.output(), ref.output(), tol);
     const double loss_err =
         std::fabs(ex.loss() - ref.loss()) / std::max(1e-30, std::fabs(ref.loss()));
-    check_failed = got.size() != want.size() || !c.pass || c.mistrusted || !(loss_err <= 1e-4);
+    check_failed = !c.pass || c.mistrusted || !(loss_err <= 1e-4);
+    // Training: every trainable tensor's gradient; the worst one is shown, the first failing
+    // one named.
+    std::string grads;
+    double worst_grad = 0;
+    if (opt.train) {
+      const auto names = ex.params();
+      const std::vector<const Tensor*> g = ex.param_grads(), want = ref.param_grads();
+      std::string failed, worst_name;
+      for (size_t i = 0; i < g.size() && i < want.size(); ++i) {
+        const CheckResult r = compare_tensors(*g[i], *want[i], tol);
+        if (!(r.l2_rel <= worst_grad)) worst_grad = r.l2_rel, worst_name = names[i].first;
+        if ((!r.pass || r.mistrusted) && failed.empty())
+          failed = names[i].first + " " + r.summary();
+      }
+      if (g.size() != want.size())
+        failed =
+            "gradient count " + std::to_string(g.size()) + " vs " + std::to_string(want.size());
+      check_failed = check_failed || !failed.empty();
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  gradients %s (%zu tensors, worst err_l2=%.3g at %s)",
+                    failed.empty() ? "PASS" : "FAIL", g.size(), worst_grad, worst_name.c_str());
+      grads = buf;
+      if (!failed.empty()) grads += ": " + failed;
+    }
     std::printf(
-        "check against the reference composition: %s  output %s  loss %.6g vs %.6g (rel %.2g)\n",
-        check_failed ? "FAIL" : "PASS", c.summary().c_str(), ex.loss(), ref.loss(), loss_err);
+        "check against the reference composition: %s  output %s  loss %.6g vs %.6g (rel "
+        "%.2g)%s\n",
+        check_failed ? "FAIL" : "PASS", c.summary().c_str(), ex.loss(), ref.loss(), loss_err,
+        grads.c_str());
     check_json = std::string("{\"status\":") + (check_failed ? "\"fail\"" : "\"pass\"") +
                  ",\"err_l2\":" + json_num(c.l2_rel) + ",\"loss\":" + json_num(ex.loss()) +
-                 ",\"ref_loss\":" + json_num(ref.loss()) + "}";
+                 ",\"ref_loss\":" + json_num(ref.loss()) +
+                 (opt.train ? ",\"grad_err_l2\":" + json_num(worst_grad) : std::string()) + "}";
   }
   NetResult r = measure_network(ex, opt, o.check ? 0 : 1, o.reps);
   std::fputs(table(r).c_str(), stdout);

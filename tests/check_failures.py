@@ -8,6 +8,7 @@ Usage: check_failures.py <repo root> <build dir>
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -226,6 +227,13 @@ expect(code == 0 and "reference composition: PASS" in out, "primbench net --chec
 code, out = run([cli] + net, {"PRIMBENCH_INJECT_ERROR": "cpu/native"})
 expect(code == 1 and "reference composition: FAIL" in out,
        "primbench net --check exits 1 on a wrong layer output (got %d)" % code, out)
+# Training: every weight gradient is compared too; a wrong one (only the weight-gradient calls
+# are hit) fails the check and is named.
+code, out = run([cli] + net + ["--train"])
+expect(code == 0 and "gradients PASS" in out, "primbench net --train --check passes", out)
+code, out = run([cli] + net + ["--train"], {"PRIMBENCH_INJECT_ERROR": "cpu/direct:bwd_w"})
+expect(code == 1 and re.search(r"gradients FAIL .*: \S+\.w FAIL", out or ""),
+       "primbench net --train --check exits 1 naming a wrong weight gradient (got %d)" % code, out)
 
 for f in failures:
     print("FAILED: " + f)

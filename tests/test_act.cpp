@@ -46,9 +46,7 @@ TEST(ActSmoke, SoftmaxStableForLargeLogits) {
       auto got = impl->result();
       ASSERT_EQ(got.size(), want.size()) << e.name;
       for (size_t o = 0; o < got.size(); ++o) {
-        Comparator c;
-        for (int64_t i = 0; i < got[o].size(); ++i) c.add(i, got[o][i], want[o][i]);
-        CheckResult r = c.finish({2e-6, "as the act table"}, false);
+        CheckResult r = compare_tensors(got[o], want[o], {2e-6, "as the act table"});
         EXPECT_TRUE(r.pass) << e.name << " " << s << " output " << o << ": " << r.summary();
       }
     }

@@ -57,9 +57,7 @@ TEST(BnormSmoke, LargeMeanUnitVariance) {
       EXPECT_NEAR(got[1][c], want[1][c], 1e-3) << e.name << " mean, channel " << c;
       EXPECT_NEAR(got[2][c] / want[2][c], 1.0, 1e-5) << e.name << " variance, channel " << c;
     }
-    Comparator cmp;
-    for (int64_t i = 0; i < got[0].size(); ++i) cmp.add(i, got[0][i], want[0][i]);
-    CheckResult r = cmp.finish({1e-3, "fp32 mean of 1e4: ulp/2 = 4.9e-4"}, false);
+    CheckResult r = compare_tensors(got[0], want[0], {1e-3, "fp32 mean of 1e4: ulp/2 = 4.9e-4"});
     EXPECT_TRUE(r.pass) << e.name << ": " << r.summary();
   }
 }

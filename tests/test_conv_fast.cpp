@@ -183,10 +183,8 @@ TEST(ConvFastSmoke, conv_winograd_and_fft_accuracy_on_real_data) {
     plan_phases(*k, d, Dir::fwd, {&src, &wei});
     run_phases(*k);
     Tensor out = std::move(k->result().at(0));
-    Comparator cmp;
-    for (int64_t i = 0; i < out.size(); ++i) cmp.add(i, out[i], ref[i]);
     Tolerance tol = tolerance("conv", impl, false);
-    CheckResult r = cmp.finish(tol, false);
+    CheckResult r = compare_tensors(out, ref, tol);
     std::printf("%s normwise error on uniform reals: %.3g\n", impl, r.l2_rel);
     EXPECT_TRUE(r.pass) << impl << ": " << r.summary() << " (bound " << tol.l2_rel << ")";
     EXPECT_LT(r.l2_rel, 1e-5) << impl;  // F4's ~1e-6; a wrong transform shows as >> 1e-5

@@ -49,10 +49,7 @@ std::string load_error(const std::string& body) {
 }
 
 CheckResult compare(const Tensor& got, const Tensor& ref) {
-  Comparator c;
-  EXPECT_EQ(got.size(), ref.size());
-  for (int64_t i = 0; i < std::min(got.size(), ref.size()); ++i) c.add(i, got[i], ref[i]);
-  return c.finish(tolerance("net", "*", false), false);
+  return compare_tensors(got, ref, tolerance("net", "*", false));
 }
 
 NetOptions options(const std::string& backend, const std::string& policy, bool train) {
@@ -135,8 +132,8 @@ TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
 // Each backend x policy of `runs` against the fp64 reference composition of network `name`,
 // inference and training: output, loss and (training) every gradient after two steps at lr 0.
 using Runs = std::vector<std::pair<std::string, std::vector<std::string>>>;
-void expect_matches_reference(const std::string& name, const Runs& runs) {
-  const Network net = Network::load(name);
+void expect_matches_reference(const Network& net, const Runs& runs) {
+  const std::string& name = net.name;
   for (bool train : {false, true}) {
     Executor ref(net, options("ref", "first", train));
     ref.step();
@@ -168,7 +165,7 @@ void expect_matches_reference(const std::string& name, const Runs& runs) {
 }
 
 TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
-  expect_matches_reference("tiny_resnet",
+  expect_matches_reference(Network::load("tiny_resnet"),
                            {{"cpu", {"first", "best", "im2col", "winograd_f4", "direct", "fft"}},
                             {"onednn", {"first", "best", "winograd"}},
                             {"ocl", {"first", "best", "im2col", "winograd_f4", "fft"}}});
@@ -233,9 +230,54 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
   EXPECT_TRUE(r.pass) << "batch-norm ReLU then add: " << r.summary();
 }
 
+// Backend onednn in training runs the fused plan too: forward_training and backward primitives
+// in oneDNN's layouts (batch-norm + ReLU as one), the loss and the SGD update composed; its
+// gradients match the reference (BackendsMatchTheReferenceComposition runs tiny_resnet, with
+// its gradient sums at the residual branches), also where the layers' order tests the fusions.
+TEST(NetSmoke, OnednnTrainingIsFused) {
+  if (!backend_available("onednn")) GTEST_SKIP() << onednn_unavailable();
+  const Network net = Network::load("tiny_resnet");
+  Executor ex(net, options("onednn", "best", true));
+  EXPECT_EQ(ex.composition().rfind("fused", 0), 0u) << ex.composition();
+  EXPECT_NE(ex.composition().find("of weights"), std::string::npos) << ex.composition();
+  EXPECT_GT(ex.reorders(), 0);
+  std::vector<std::string> order;  // the phases in call order: fused forward, loss, backward, sgd
+  for (const CallInfo& c : ex.calls()) {
+    const std::string kind = c.layer == "loss"              ? "loss"
+                             : c.phase == "sgd"             ? "sgd"
+                             : c.impl != "onednn/fused"     ? "other:" + c.layer + " " + c.phase
+                             : c.phase.rfind("bwd", 0) == 0 ? "bwd"
+                                                            : "fwd";
+    if (order.empty() || order.back() != kind) order.push_back(kind);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"fwd", "loss", "bwd", "sgd"}));
+  NetOptions composed = options("onednn", "best", true);
+  composed.composed = true;
+  EXPECT_EQ(Executor(net, composed).composition(), "composed");
+
+  // Batch-norm with its own ReLU before a residual add; an add followed by a ReLU (fused in
+  // inference, not in training); a ReLU output read by two layers (its gradients summed); a
+  // convolution's bias (not before a batch-norm, where its gradient is zero); an fc without bias
+  // after max pooling.
+  const Network orders =
+      Network::load(temp_net("data input mb2c16h6\n"
+                             "c1 conv mb2ic16ih6oc16kh3ph1\n"
+                             "bn1 bnorm mb2ic16ih6_scale_shift_relu\n"
+                             "sum add < bn1,data\n"
+                             "r1 act relu_mb2ic16ih6\n"
+                             "c2 conv mb2ic16ih6oc16kh1 bias < r1\n"
+                             "sum2 add < c2,r1\n"
+                             "pool pool mb2ic16ih6kh2sh2_max\n"
+                             "fc fc oc5\n"
+                             "loss loss xent_mb2ic5\n"));
+  expect_matches_reference(orders, {{"onednn", {"best"}}});
+  Executor o(orders, options("onednn", "best", true));
+  EXPECT_EQ(o.composition().rfind("fused", 0), 0u) << o.composition();
+}
+
 // The LSTM network: the recurrent layers composed (dx passed down, W, R, b gradients).
 TEST(NetSmoke, LstmNetworkMatchesTheReferenceComposition) {
-  expect_matches_reference("tiny_lstm",
+  expect_matches_reference(Network::load("tiny_lstm"),
                            {{"cpu", {"best"}}, {"onednn", {"best"}}, {"ocl", {"best"}}});
 }
 

@@ -64,7 +64,7 @@ std::string CheckResult::summary() const {
                 pass ? (mistrusted ? "MISTRUSTED" : "PASS") : "FAIL", l2_rel, max_abs, max_rel,
                 static_cast<long long>(worst_index), worst_got, worst_ref, 100 * zero_frac,
                 static_cast<long long>(checked), sampled ? " (sampled)" : "");
-  return buf;
+  return size_mismatch ? std::string(buf) + " (sizes differ)" : std::string(buf);
 }
 
 }  // namespace pb

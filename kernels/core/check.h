@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/core/tensor.h"
+
 namespace pb {
 
 struct Tolerance {
@@ -23,9 +25,10 @@ struct CheckResult {
   double l2_rel = 0;         // ||got - ref||_2 / ||ref||_2 (absolute when ||ref|| = 0)
   int64_t worst_index = -1;  // flat index of max_abs
   double worst_got = 0, worst_ref = 0;
-  double zero_frac = 0;     // fraction of reference elements that are exactly zero
-  bool non_finite = false;  // a NaN or Inf where the reference is finite
-  bool mistrusted = false;  // reference mostly zeros: agreement proves little
+  double zero_frac = 0;        // fraction of reference elements that are exactly zero
+  bool non_finite = false;     // a NaN or Inf where the reference is finite
+  bool size_mismatch = false;  // compare_tensors: the tensors differ in size (a FAIL)
+  bool mistrusted = false;     // reference mostly zeros: agreement proves little
   bool pass = false;
   std::string summary() const;  // one line: errors, worst index, verdict
 };
@@ -42,5 +45,19 @@ class Comparator {
   double max_abs_ = 0, max_rel_ = 0, err2_ = 0, ref2_ = 0, worst_got_ = 0, worst_ref_ = 0;
   bool non_finite_ = false;
 };
+
+// Every element of `got` against `ref` (all of them, not sampled); tensors of different sizes
+// FAIL, with the overlap compared.
+// (fp32 or fp64 either side).
+template <class G, class R>
+CheckResult compare_tensors(const HostTensor<G>& got, const HostTensor<R>& ref,
+                            const Tolerance& tol) {
+  Comparator c;
+  const int64_t n = got.size() < ref.size() ? got.size() : ref.size();
+  for (int64_t i = 0; i < n; ++i) c.add(i, got[i], ref[i]);
+  CheckResult r = c.finish(tol, false);
+  if (got.size() != ref.size()) r.size_mismatch = true, r.pass = false;
+  return r;
+}
 
 }  // namespace pb

@@ -118,9 +118,11 @@ struct PrimCall : Call {
         std::memcpy(owned[i].data(), r[i].data(), owned[i].bytes());
     }
     // Testing the tester (as measure() does): PRIMBENCH_INJECT_ERROR=<impl> adds 1 to the first
-    // element of that implementation's first host output, so a check of the network sees it.
+    // element of that implementation's first host output, so a check of the network sees it;
+    // <impl>:<phase> (cpu/direct:bwd_w) only in the calls of that phase.
     static const char* inject = std::getenv("PRIMBENCH_INJECT_ERROR");
-    if (inject && impl->name() == inject && mode != kDevice && !out.empty() && out[0]->size())
+    if (inject && (impl->name() == inject || impl->name() + ":" + info.phase == inject) &&
+        mode != kDevice && !out.empty() && out[0]->size())
       (*const_cast<Tensor*>(out[0]))[0] += 1.0f;
   }
   size_t bytes() const override {
@@ -385,12 +387,18 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   // The fused plan is oneDNN's own choice per layer: policies first and best; a named algorithm
   // (winograd) keeps the composed calls that honour it.
   const bool own_choice = opt.policy == "first" || opt.policy == "best";
-  if (opt.backend == "onednn" && !opt.train && !opt.composed && own_choice) {
+  if (opt.backend == "onednn" && !opt.composed && own_choice) {
     std::string why;
     if (p_->fuse_onednn(&why)) {
-      p_->composition = "fused: oneDNN layouts between layers, post-ops, " +
-                        std::to_string(p_->reorders) + " reorders per step";
-      p_->fused_version = p_->weights_version;
+      if (opt.train) {  // the weights are read (reordered) each step: nothing to plan again
+        p_->composition = "fused: oneDNN layouts between layers, batch-norm + ReLU, " +
+                          std::to_string(p_->reorders) + " reorders per step (" +
+                          std::to_string(p_->weight_reorders) + " of weights and their gradients)";
+      } else {
+        p_->composition = "fused: oneDNN layouts between layers, post-ops, " +
+                          std::to_string(p_->reorders) + " reorders per step";
+        p_->fused_version = p_->weights_version;
+      }
     } else {
       p_->composition = "composed (" + why + ")";
     }

@@ -26,8 +26,9 @@ struct NetOptions {
   float lr = 0.01f;        // SGD step on the mean loss over the batch
   uint64_t seed = 1;       // weights and the synthetic batch
   std::string find_cache;  // "" = $PRIMBENCH_FIND_CACHE, else ~/.cache/primbench/find.tsv
-  // Backend onednn, inference: compose oneDNN's primitives layer by layer through NCHW (as
-  // every other backend) instead of the fused plan in oneDNN's own layouts (the default).
+  // Backend onednn: compose oneDNN's primitives layer by layer through NCHW (as every other
+  // backend) instead of the fused plan in oneDNN's own layouts (the default, inference and
+  // training).
   bool composed = false;
 };
 
@@ -62,7 +63,7 @@ class Executor {
   // Backend ocl: "device" (every layer's tensors stay on the device) or "host round trips: <why>";
   // "" for the host backends.
   const std::string& residency() const;
-  // How the plan composes the backend's primitives: "composed", or for onednn inference "fused
+  // How the plan composes the backend's primitives: "composed", or for onednn "fused
   // ..." (oneDNN layouts and post-ops); reorders(): its layout conversions per step, -1 when not
   // counted.
   const std::string& composition() const;

@@ -113,14 +113,15 @@ struct Executor::Impl {
   };
   std::vector<Calibration> calib;
   void calibrate();
-  // Backend onednn, inference: replaces every call but the loss with oneDNN primitives in their
-  // own layouts and with fused post-ops (vendor/onednn_fused.cpp). False, with *why, when a layer
-  // has no fused form (the composed calls stay).
+  // Backend onednn: replaces every call but the loss (and the SGD updates) with oneDNN
+  // primitives in their own layouts, with fused post-ops in inference (vendor/onednn_fused.cpp).
+  // False, with *why, when a layer has no fused form (the composed calls stay).
   bool fuse_onednn(std::string* why);
   std::vector<std::unique_ptr<Call>> retired;  // composed calls a fused plan replaced
   std::string composition = "composed";        // "fused ...", or "composed" and why
-  int reorders = -1;       // layout conversions per step of a fused plan (-1: not counted)
-  int fused_version = -1;  // weights_version the fused plan was made with (-1: not fused)
+  int reorders = -1;        // layout conversions per step of a fused plan (-1: not counted)
+  int weight_reorders = 0;  // of them, of weights or weight gradients (training)
+  int fused_version = -1;   // weights_version the fused plan was made with (-1: not fused)
   void refuse_if_weights_changed();
   void plan();
   void plan_forward(size_t l);

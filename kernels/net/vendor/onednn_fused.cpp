@@ -1,9 +1,17 @@
-// Backend onednn, inference: the network as a framework would hand it to oneDNN. Activations stay
-// in the layouts oneDNN's primitives prefer (blocked) from one oneDNN layer to the next, with a
-// reorder only where the next primitive wants another layout; convolution + bias + folded
-// inference batch-norm + ReLU + residual sum run as one primitive with post-ops, fully connected
-// + bias + ReLU as one inner product. Weights are folded and reordered once, at plan time.
-// Replaces the composed calls of every layer but the loss (see Executor::Impl::fuse_onednn).
+// Backend onednn: the network as a framework would hand it to oneDNN. Activations stay in the
+// layouts oneDNN's primitives prefer (blocked) from one oneDNN layer to the next, with a reorder
+// only where the next primitive wants another layout.
+// - Inference: convolution + bias + folded inference batch-norm + ReLU + residual sum run as one
+//   primitive with post-ops, fully connected + bias + ReLU as one inner product. Weights are
+//   folded and reordered once, at plan time.
+// - Training: each layer's forward_training primitive keeps what its backward needs (pooling's
+//   workspace, batch-norm's statistics; batch-norm + ReLU as one primitive with fuse_norm_relu);
+//   the backward runs oneDNN's backward-data and backward-weights primitives in the same layouts,
+//   gradients of a value with several consumers summed there. The weights live in the canonical
+//   layout the SGD update writes, so every step reorders them into the primitives' layouts and
+//   the weight gradients back (timed, counted), as a framework's training step does.
+// Replaces the composed calls of every layer but the loss (and, training, the SGD update): see
+// Executor::Impl::fuse_onednn.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -31,6 +39,66 @@ memory::dims dims_of(int64_t mb, const Shape& s) {
 memory::desc plain(const memory::dims& d) {
   return memory::desc(d, dt::f32, d.size() == 2 ? tag::nc : tag::nchw);
 }
+memory::desc any(const memory::dims& d) {
+  return memory::desc(d, dt::f32, tag::any);
+}
+memory::desc vec(int64_t n) {
+  return memory::desc({n}, dt::f32, tag::x);
+}
+// Activations in oneDNN's 16-channel blocks where the channels allow, else its choice: for
+// forward_inference `any` picks channels-last (brgconv), measured 2.0x slower on VGG-16 and 1.23x
+// on ResNet-50 at batch 16 on this machine (Zen 5) than the blocked layout.
+memory::desc act(const memory::dims& x) {
+  return x[1] % 16 == 0 ? memory::desc(x, dt::f32, tag::nChw16c) : any(x);
+}
+memory::dims conv_wei_dims(const ConvDesc& d) {
+  return d.g > 1 ? memory::dims{d.g, d.ocg(), d.icg(), d.kh, d.kw}
+                 : memory::dims{d.oc, d.ic, d.kh, d.kw};
+}
+memory::desc conv_wei_user(const ConvDesc& d) {
+  return memory::desc(conv_wei_dims(d), dt::f32, d.g > 1 ? tag::goihw : tag::oihw);
+}
+struct ConvGeometry {
+  memory::dims src, dst, strides, dil, pad_l, pad_r;
+  explicit ConvGeometry(const ConvDesc& d)
+      : src{d.mb, d.ic, d.ih, d.iw},
+        dst{d.mb, d.oc, d.oh, d.ow},
+        strides{d.sh, d.sw},
+        dil{d.dh, d.dw},
+        pad_l{d.ph, d.pw},
+        // A negative end pad (unused trailing rows) gives the same output size as 0.
+        pad_r{std::max<int64_t>(0, d.pad_b()), std::max<int64_t>(0, d.pad_r())} {}
+};
+dnnl::convolution_forward::desc conv_fwd_desc(const ConvDesc& d, dnnl::prop_kind prop, bool bias) {
+  const ConvGeometry g(d);
+  return dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_auto, act(g.src),
+                                         any(conv_wei_dims(d)), bias ? vec(d.oc) : memory::desc(),
+                                         act(g.dst), g.strides, g.dil, g.pad_l, g.pad_r);
+}
+// Our fully connected weights over an input of dims `src` (any rank): column-major out x in
+// (in = c*h*w in NCHW order), element (o, i) at i * out + o.
+memory::desc fc_wei_user(const memory::dims& src, int64_t out) {
+  memory::dims wei_d = src;
+  wei_d[0] = out;
+  memory::dims strides(wei_d.size());
+  memory::dim stride = out;
+  for (size_t k = wei_d.size(); k-- > 1;) strides[k] = stride, stride *= wei_d[k];
+  strides[0] = 1;
+  return memory::desc(wei_d, dt::f32, strides);
+}
+dnnl::algorithm pool_alg(const PoolDesc& d) {
+  return d.alg == PoolAlg::max     ? dnnl::algorithm::pooling_max
+         : d.alg == PoolAlg::avg_p ? dnnl::algorithm::pooling_avg_include_padding
+                                   : dnnl::algorithm::pooling_avg_exclude_padding;
+}
+float* data(const Tensor* t) {
+  return const_cast<float*>(t->data());
+}
+
+// A layer with no fused form here (the composed plan stays): why.
+struct NoFusedForm {
+  std::string why;
+};
 
 // One fused call: primitives run in order, each with its arguments.
 struct FusedCall : Call {
@@ -46,44 +114,23 @@ struct FusedCall : Call {
 
 class Fuser {
  public:
-  Fuser(Executor::Impl& ex) : ex_(ex), net_(ex.net) {
+  Fuser(Executor::Impl& ex) : ex_(ex), net_(ex.net), train_(ex.opt.train) {
     consumers_.assign(net_.layers.size(), {});
     for (size_t l = 0; l < net_.layers.size(); ++l)
       for (int i : net_.layers[l].inputs) consumers_[i].push_back(static_cast<int>(l));
     value_.assign(net_.layers.size(), memory());
+    saved_.resize(net_.layers.size());
+    grads_.resize(net_.layers.size());
   }
 
-  // The fused calls, or empty with *why set when a layer has no fused form here.
+  // The fused forward calls (training: then backward() gives the backward ones), or empty with
+  // *why set when a layer has no fused form here.
   std::vector<std::unique_ptr<Call>> plan(std::string* why) {
-    for (size_t l = 0; l < net_.layers.size(); ++l) {
-      const Layer& L = net_.layers[l];
-      if (done_.count(l) || L.kind == LayerKind::loss) continue;
-      switch (L.kind) {
-        case LayerKind::input:
-          value_[l] = memory(plain(dims_of(net_.mb, L.out)), eng(), host(l));
-          break;
-        case LayerKind::conv:
-          conv(l);
-          break;
-        case LayerKind::fc:
-          fc(l);
-          break;
-        case LayerKind::pool:
-          pool(l);
-          break;
-        case LayerKind::bnorm:
-          bnorm(l);
-          break;
-        case LayerKind::act:
-          if (L.act.func != ActFunc::relu) return fail(why, L, "activation other than ReLU");
-          relu(l);
-          break;
-        case LayerKind::add:
-          add(l);
-          break;
-        default:
-          return fail(why, L, "layer kind " + std::string(layer_kind_str(L.kind)));
-      }
+    try {
+      forward();
+    } catch (const NoFusedForm& e) {
+      *why = e.why;
+      return {};
     }
     // The network's result (the loss layer's input, or the last layer) into its host tensor.
     size_t last = net_.layers.size() - 1;
@@ -97,16 +144,63 @@ class Fuser {
     } else {  // already in the canonical layout: the last primitive writes the host tensor
       v.set_data_handle(out.get_data_handle());
     }
+    if (train_) {
+      try {
+        backward();
+      } catch (const NoFusedForm& e) {
+        *why = e.why;
+        return {};
+      }
+    }
     return std::move(calls_);
   }
+  // Training: the backward calls, in order (after the loss's).
+  std::vector<std::unique_ptr<Call>> take_backward() { return std::move(bwd_calls_); }
+  // Layout conversions per step, and how many of them convert weights or weight gradients.
   int reorders() const { return reorders_; }
+  int weight_reorders() const { return wei_reorders_; }
 
  private:
   static dnnl::engine& eng() { return onednn::engine(); }
   float* host(size_t l) { return const_cast<float*>(ex_.st[l].act->data()); }
-  std::vector<std::unique_ptr<Call>> fail(std::string* why, const Layer& L, const std::string& w) {
-    *why = L.name + ": " + w + " has no fused oneDNN form";
-    return {};
+  [[noreturn]] static void refuse(const Layer& L, const std::string& w) {
+    throw NoFusedForm{L.name + ": " + w + " has no fused oneDNN form"};
+  }
+  dnnl::prop_kind prop() const {
+    return train_ ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  }
+
+  void forward() {
+    for (size_t l = 0; l < net_.layers.size(); ++l) {
+      const Layer& L = net_.layers[l];
+      if (done_.count(l) || L.kind == LayerKind::loss) continue;
+      switch (L.kind) {
+        case LayerKind::input:
+          value_[l] = memory(plain(dims_of(net_.mb, L.out)), eng(), host(l));
+          break;
+        case LayerKind::conv:
+          train_ ? conv_train(l) : conv(l);
+          break;
+        case LayerKind::fc:
+          train_ ? fc_train(l) : fc(l);
+          break;
+        case LayerKind::pool:
+          pool(l);
+          break;
+        case LayerKind::bnorm:
+          train_ ? bnorm_train(l) : bnorm(l);
+          break;
+        case LayerKind::act:
+          if (L.act.func != ActFunc::relu) refuse(L, "activation other than ReLU");
+          relu(l);
+          break;
+        case LayerKind::add:
+          add(l);
+          break;
+        default:
+          refuse(L, "layer kind " + std::string(layer_kind_str(L.kind)));
+      }
+    }
   }
   // The value a layer's output has: its own, or that of the layer it was fused into.
   const memory& value_of(size_t l) const {
@@ -128,16 +222,18 @@ class Fuser {
     c->info.layer = layer, c->info.phase = phase, c->info.prim = "onednn", c->info.impl = kImpl;
     return c;
   }
-  void add_reorder(FusedCall& c, const memory& from, const memory& to) {
+  // A reorder run by the call every step; `weights`: of weights or their gradients.
+  void add_reorder(FusedCall& c, const memory& from, const memory& to, bool weights = false) {
     c.steps.push_back({dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}});
     ++reorders_;
+    wei_reorders_ += weights;
   }
   // `v` in layout `want`: v itself, or a reorder into a new memory added to the call.
-  memory as(FusedCall& c, const memory& v, const memory::desc& want) {
+  memory as(FusedCall& c, const memory& v, const memory::desc& want, bool weights = false) {
     if (v.get_desc() == want) return v;
     memory m(want, eng());
     c.held += want.get_size();
-    add_reorder(c, v, m);
+    add_reorder(c, v, m, weights);
     return m;
   }
   memory own(FusedCall& c, const memory::desc& md) {
@@ -231,32 +327,16 @@ class Fuser {
     const ConvDesc& d = L.conv;
     const Tail t = tail(l, true);
     auto c = start_call(L.name, "fwd");
-    auto any = [](const memory::dims& x) { return memory::desc(x, dt::f32, tag::any); };
-    // Activations in oneDNN's 16-channel blocks where the channels allow, else its choice: for
-    // forward_inference `any` picks channels-last (brgconv), measured 2.0x slower on VGG-16 and
-    // 1.23x on ResNet-50 at batch 16 on this machine (Zen 5) than the blocked layout.
-    auto act = [&](const memory::dims& x) {
-      return x[1] % 16 == 0 ? memory::desc(x, dt::f32, tag::nChw16c) : any(x);
-    };
-    const memory::dims src_d{d.mb, d.ic, d.ih, d.iw}, dst_d{d.mb, d.oc, d.oh, d.ow};
-    memory::dims wei_d = d.g > 1 ? memory::dims{d.g, d.ocg(), d.icg(), d.kh, d.kw}
-                                 : memory::dims{d.oc, d.ic, d.kh, d.kw};
     dnnl::primitive_attr attr;
     attr.set_post_ops(post_ops(t));
-    const memory::dims pad_r{std::max<int64_t>(0, d.pad_b()), std::max<int64_t>(0, d.pad_r())};
     dnnl::convolution_forward::primitive_desc pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_auto, act(src_d), any(wei_d),
-                                        memory::desc({d.oc}, dt::f32, tag::x), act(dst_d),
-                                        {d.sh, d.sw}, {d.dh, d.dw}, {d.ph, d.pw}, pad_r),
-        attr, eng());
+        conv_fwd_desc(d, dnnl::prop_kind::forward_inference, true), attr, eng());
     std::vector<float> wf, bf;
     fold(t, d.oc, d.icg() * d.kh * d.kw, ex_.st[l].w, L.bias ? &ex_.st[l].b : nullptr, &wf, &bf);
     c->keep.push_back(std::move(wf));
     c->keep.push_back(std::move(bf));
-    const memory::desc wei_user(wei_d, dt::f32, d.g > 1 ? tag::goihw : tag::oihw);
-    memory wei = weights_into(*c, wei_user, c->keep[0].data(), pd.weights_desc());
-    memory bias(memory::desc({d.oc}, dt::f32, tag::x), eng(), c->keep[1].data());
+    memory wei = weights_into(*c, conv_wei_user(d), c->keep[0].data(), pd.weights_desc());
+    memory bias(vec(d.oc), eng(), c->keep[1].data());
     memory src = as(*c, value_of(L.inputs[0]), pd.src_desc());
     memory dst = own(*c, pd.dst_desc());
     seed_residual(*c, t, dst);
@@ -274,27 +354,19 @@ class Fuser {
     auto c = start_call(L.name, "fwd");
     const memory& x = value_of(L.inputs[0]);
     const memory::dims src_d = x.get_desc().dims();
-    memory::dims wei_d = src_d;
-    wei_d[0] = L.fc_out;
-    // Ours: column-major out x in (in = c*h*w in NCHW order): element (o, i) at i * out + o.
-    memory::dims strides(wei_d.size());
-    memory::dim stride = L.fc_out;
-    for (size_t k = wei_d.size(); k-- > 1;) strides[k] = stride, stride *= wei_d[k];
-    strides[0] = 1;
-    const memory::desc wei_user(wei_d, dt::f32, strides);
+    const memory::desc wei_user = fc_wei_user(src_d, L.fc_out);
     dnnl::primitive_attr attr;
     attr.set_post_ops(post_ops(t));
     dnnl::inner_product_forward::primitive_desc pd(
-        dnnl::inner_product_forward::desc(
-            dnnl::prop_kind::forward_inference, memory::desc(src_d, dt::f32, tag::any),
-            memory::desc(wei_d, dt::f32, tag::any), memory::desc({L.fc_out}, dt::f32, tag::x),
-            memory::desc({net_.mb, L.fc_out}, dt::f32, tag::any)),
+        dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_inference, any(src_d),
+                                          any(wei_user.dims()), vec(L.fc_out),
+                                          any({net_.mb, L.fc_out})),
         attr, eng());
     std::vector<float> bf(L.fc_out, 0.0f);
     if (L.bias) std::memcpy(bf.data(), ex_.st[l].b.data(), bf.size() * 4);
     c->keep.push_back(std::move(bf));
     memory wei = weights_into(*c, wei_user, ex_.st[l].w.data(), pd.weights_desc());
-    memory bias(memory::desc({L.fc_out}, dt::f32, tag::x), eng(), c->keep[0].data());
+    memory bias(vec(L.fc_out), eng(), c->keep[0].data());
     memory src = as(*c, x, pd.src_desc());
     memory dst = own(*c, pd.dst_desc());
     seed_residual(*c, t, dst);
@@ -311,18 +383,19 @@ class Fuser {
     const PoolDesc& d = L.pool;
     auto c = start_call(L.name, "fwd");
     const memory& x = value_of(L.inputs[0]);
-    const auto alg = d.alg == PoolAlg::max     ? dnnl::algorithm::pooling_max
-                     : d.alg == PoolAlg::avg_p ? dnnl::algorithm::pooling_avg_include_padding
-                                               : dnnl::algorithm::pooling_avg_exclude_padding;
     // The source as it is (blocked or not); oneDNN picks the destination's layout to match.
     dnnl::pooling_forward::primitive_desc pd(
-        dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, x.get_desc(),
-                                    memory::desc({d.mb, d.ic, d.oh, d.ow}, dt::f32, tag::any),
-                                    {d.sh, d.sw}, {d.kh, d.kw}, {d.ph, d.pw},
-                                    {d.pad_b(), d.pad_r()}),
+        dnnl::pooling_forward::desc(prop(), pool_alg(d), x.get_desc(),
+                                    any({d.mb, d.ic, d.oh, d.ow}), {d.sh, d.sw}, {d.kh, d.kw},
+                                    {d.ph, d.pw}, {d.pad_b(), d.pad_r()}),
         eng());
     memory dst = own(*c, pd.dst_desc());
-    c->steps.push_back({dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, dst}}});
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, dst}};
+    Saved& s = saved_[l];
+    if (train_ && pd.workspace_desc().get_size())
+      s.ws = args[DNNL_ARG_WORKSPACE] = own(*c, pd.workspace_desc());
+    s.pool = pd, s.src = x;
+    c->steps.push_back({dnnl::pooling_forward(pd), args});
     finish(l, Tail(), dst, std::move(c));
   }
 
@@ -367,19 +440,21 @@ class Fuser {
     auto c = start_call(L.name, "fwd");
     const memory& x = value_of(L.inputs[0]);
     dnnl::eltwise_forward::primitive_desc pd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
-                                    dnnl::algorithm::eltwise_relu, x.get_desc(), 0.0f, 0.0f),
+        dnnl::eltwise_forward::desc(prop(), dnnl::algorithm::eltwise_relu, x.get_desc(), 0.0f,
+                                    0.0f),
         eng());
+    saved_[l].relu = pd, saved_[l].src = x;
     memory dst = own(*c, pd.dst_desc());
     c->steps.push_back({dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, dst}}});
     finish(l, Tail(), dst, std::move(c));
   }
 
-  // A residual add not fused into a producer: a binary add, ReLU fused when it follows.
+  // A residual add not fused into a producer: a binary add, ReLU fused when it follows (in
+  // inference: a training ReLU keeps its own forward and backward).
   void add(size_t l) {
     const Layer& L = net_.layers[l];
     Tail t;
-    t.relu = relu_after(l);
+    if (!train_) t.relu = relu_after(l);
     auto c = start_call(L.name, "fwd");
     const memory& a = value_of(L.inputs[0]);
     memory b = as(*c, value_of(L.inputs[1]), a.get_desc());
@@ -394,9 +469,325 @@ class Fuser {
     finish(l, t, dst, std::move(c));
   }
 
+  // ---- Training: forward_training primitives that keep what their backward needs. ----
+
+  // Weights in the canonical layout (what the SGD update writes), reordered into `want` by the
+  // call every step; the host tensor itself when the layouts agree.
+  memory weights_each_step(FusedCall& c, const memory::desc& user_md, const Tensor& w,
+                           const memory::desc& want) {
+    return as(c, memory(user_md, eng(), data(&w)), want, true);
+  }
+
+  void conv_train(size_t l) {
+    const Layer& L = net_.layers[l];
+    auto c = start_call(L.name, "fwd");
+    Saved& s = saved_[l];
+    s.conv = dnnl::convolution_forward::primitive_desc(
+        conv_fwd_desc(L.conv, dnnl::prop_kind::forward_training, L.bias), eng());
+    s.wei = weights_each_step(*c, conv_wei_user(L.conv), ex_.st[l].w, s.conv.weights_desc());
+    s.src = as(*c, value_of(L.inputs[0]), s.conv.src_desc());
+    memory dst = own(*c, s.conv.dst_desc());
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src}, {DNNL_ARG_WEIGHTS, s.wei}, {DNNL_ARG_DST, dst}};
+    if (L.bias) args[DNNL_ARG_BIAS] = memory(vec(L.conv.oc), eng(), data(&ex_.st[l].b));
+    c->steps.push_back({dnnl::convolution_forward(s.conv), args});
+    finish(l, Tail(), dst, std::move(c));
+  }
+
+  void fc_train(size_t l) {
+    const Layer& L = net_.layers[l];
+    auto c = start_call(L.name, "fwd");
+    Saved& s = saved_[l];
+    const memory& x = value_of(L.inputs[0]);
+    const memory::desc wei_user = fc_wei_user(x.get_desc().dims(), L.fc_out);
+    s.ip = dnnl::inner_product_forward::primitive_desc(
+        dnnl::inner_product_forward::desc(
+            dnnl::prop_kind::forward_training, any(x.get_desc().dims()), any(wei_user.dims()),
+            L.bias ? vec(L.fc_out) : memory::desc(), any({net_.mb, L.fc_out})),
+        eng());
+    s.wei = weights_each_step(*c, wei_user, ex_.st[l].w, s.ip.weights_desc());
+    s.src = as(*c, x, s.ip.src_desc());
+    memory dst = own(*c, s.ip.dst_desc());
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src}, {DNNL_ARG_WEIGHTS, s.wei}, {DNNL_ARG_DST, dst}};
+    if (L.bias) args[DNNL_ARG_BIAS] = memory(vec(L.fc_out), eng(), data(&ex_.st[l].b));
+    c->steps.push_back({dnnl::inner_product_forward(s.ip), args});
+    finish(l, Tail(), dst, std::move(c));
+  }
+
+  // Training batch-norm on the batch's statistics, with the ReLU that follows fused in (its
+  // backward reads the workspace oneDNN keeps of where the output was positive).
+  void bnorm_train(size_t l) {
+    const Layer& L = net_.layers[l];
+    const BnormDesc& d = L.bnorm;
+    if (!d.scale || !d.shift) refuse(L, "training batch-norm without both scale and shift");
+    Tail t;
+    if (!train_) t.relu = relu_after(l);
+    auto c = start_call(L.name, "fwd");
+    Saved& s = saved_[l];
+    s.src = value_of(L.inputs[0]);
+    s.bn_flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (d.relu || t.relu >= 0) s.bn_flags |= dnnl::normalization_flags::fuse_norm_relu;
+    s.bn = dnnl::batch_normalization_forward::primitive_desc(
+        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, s.src.get_desc(),
+                                                static_cast<float>(d.eps), s.bn_flags),
+        eng());
+    memory dst = own(*c, s.bn.dst_desc());
+    s.mean = own(*c, s.bn.mean_desc());
+    s.var = own(*c, s.bn.variance_desc());
+    const auto& st = ex_.st[l];
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src},
+        {DNNL_ARG_DST, dst},
+        {DNNL_ARG_SCALE, memory(vec(d.ic), eng(), data(&st.scale))},
+        {DNNL_ARG_SHIFT, memory(vec(d.ic), eng(), data(&st.shift))},
+        {DNNL_ARG_MEAN, s.mean},
+        {DNNL_ARG_VARIANCE, s.var}};
+    if (s.bn.workspace_desc().get_size())
+      s.ws = args[DNNL_ARG_WORKSPACE] = own(*c, s.bn.workspace_desc());
+    c->steps.push_back({dnnl::batch_normalization_forward(s.bn), args});
+    finish(l, t, dst, std::move(c));
+  }
+
+  // ---- Training: the backward, layer by layer in reverse, in the forward's layouts. ----
+
+  size_t root(size_t l) const {
+    while (alias_.count(l)) l = alias_.at(l);
+    return l;
+  }
+  // A gradient arriving at layer `to`'s output (none for the network's input).
+  void give(size_t to, const memory& g) {
+    if (net_.layers[to].kind != LayerKind::input) grads_[root(to)].push_back(g);
+  }
+  // The gradient at layer l's output: its one contribution, or their sum in the first one's
+  // layout (computed by call c); an empty memory when none arrives.
+  memory grad(size_t l, FusedCall& c) {
+    std::vector<memory>& parts = grads_[l];
+    if (parts.size() <= 1) return parts.empty() ? memory() : parts[0];
+    const memory::desc md = parts[0].get_desc();
+    std::vector<memory::desc> mds(parts.size(), md);
+    std::unordered_map<int, memory> args;
+    for (size_t k = 0; k < parts.size(); ++k)
+      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k)] = as(c, parts[k], md);
+    memory sum = own(c, md);
+    args[DNNL_ARG_DST] = sum;
+    dnnl::sum::primitive_desc pd(md, std::vector<float>(parts.size(), 1.0f), mds, eng());
+    c.steps.push_back({dnnl::sum(pd), args});
+    return sum;
+  }
+  // A host tensor the backward writes (a weight gradient the SGD update reads).
+  memory host_out(const memory::desc& md, const Tensor* t) {
+    if (!t || static_cast<size_t>(t->bytes()) != md.get_size())
+      throw RuntimeError("oneDNN fused training: a weight gradient has no host tensor of " +
+                         std::to_string(md.get_size()) + " bytes");
+    return memory(md, eng(), data(t));
+  }
+  void backward() {
+    const size_t loss = net_.layers.size() - 1;
+    const size_t in = net_.layers[loss].inputs[0];
+    if (consumers_[in].size() != 1 || ex_.st[in].contrib.size() != 1)
+      refuse(net_.layers[in], "a loss input with other consumers");
+    give(in,
+         memory(plain(dims_of(net_.mb, net_.layers[in].out)), eng(), data(ex_.st[in].contrib[0])));
+    for (size_t l = loss; l-- > 0;) {
+      const Layer& L = net_.layers[l];
+      if (done_.count(l) || L.kind == LayerKind::input) continue;
+      auto c = start_call(L.name, "bwd");
+      const memory g = grad(l, *c);
+      if (!g) continue;
+      switch (L.kind) {
+        case LayerKind::conv:
+          conv_bwd(l, g, std::move(c));
+          break;
+        case LayerKind::fc:
+          fc_bwd(l, g, std::move(c));
+          break;
+        case LayerKind::pool:
+          pool_bwd(l, g, std::move(c));
+          break;
+        case LayerKind::bnorm:
+          bnorm_bwd(l, g, std::move(c));
+          break;
+        case LayerKind::act:
+          relu_bwd(l, g, std::move(c));
+          break;
+        case LayerKind::add:  // the gradient passes to both operands unchanged
+          give(L.inputs[0], g);
+          give(L.inputs[1], g);
+          if (!c->steps.empty()) bwd_calls_.push_back(std::move(c));  // its sum
+          break;
+        default:
+          refuse(L, "layer kind " + std::string(layer_kind_str(L.kind)));
+      }
+    }
+  }
+  bool wants_dx(const Layer& L) const { return net_.layers[L.inputs[0]].kind != LayerKind::input; }
+  void push_bwd(std::unique_ptr<FusedCall> c, const std::string& phase) {
+    c->info.phase = phase;
+    bwd_calls_.push_back(std::move(c));
+  }
+  // The weight gradient into its host tensor: written there directly when oneDNN's layout is
+  // the canonical one, else through a reorder after the primitive.
+  memory diff_weights(FusedCall& c, const memory::desc& want, const memory::desc& user_md,
+                      const Tensor* dw, memory* user) {
+    *user = host_out(user_md, dw);
+    return want == user_md ? *user : own(c, want);
+  }
+
+  void conv_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
+    const Layer& L = net_.layers[l];
+    const ConvDesc& d = L.conv;
+    const ConvGeometry geo(d);
+    Saved& s = saved_[l];
+    const auto& st = ex_.st[l];
+    dnnl::convolution_backward_weights::primitive_desc wpd(
+        dnnl::convolution_backward_weights::desc(
+            dnnl::algorithm::convolution_auto, s.conv.src_desc(), any(conv_wei_dims(d)),
+            L.bias ? vec(d.oc) : memory::desc(), s.conv.dst_desc(), geo.strides, geo.dil, geo.pad_l,
+            geo.pad_r),
+        eng(), s.conv);
+    const memory gw = as(*c, g, wpd.diff_dst_desc());
+    memory dw_user;
+    memory dw = diff_weights(*c, wpd.diff_weights_desc(), conv_wei_user(d), st.dw, &dw_user);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, gw}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
+    if (L.bias) args[DNNL_ARG_DIFF_BIAS] = host_out(vec(d.oc), st.db);
+    c->steps.push_back({dnnl::convolution_backward_weights(wpd), args});
+    if (dw != dw_user) add_reorder(*c, dw, dw_user, true);
+    push_bwd(std::move(c), "bwd_w");
+    if (!wants_dx(L)) return;
+    auto cd = start_call(L.name, "bwd_d");
+    dnnl::convolution_backward_data::primitive_desc dpd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_auto, s.conv.src_desc(),
+                                              any(conv_wei_dims(d)), s.conv.dst_desc(), geo.strides,
+                                              geo.dil, geo.pad_l, geo.pad_r),
+        eng(), s.conv);
+    const memory gd = gw.get_desc() == dpd.diff_dst_desc() ? gw : as(*cd, g, dpd.diff_dst_desc());
+    const memory wei = as(*cd, s.wei, dpd.weights_desc(), true);
+    memory dx = own(*cd, dpd.diff_src_desc());
+    cd->steps.push_back(
+        {dnnl::convolution_backward_data(dpd),
+         {{DNNL_ARG_DIFF_DST, gd}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dx}}});
+    give(L.inputs[0], dx);
+    push_bwd(std::move(cd), "bwd_d");
+  }
+
+  void fc_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
+    const Layer& L = net_.layers[l];
+    Saved& s = saved_[l];
+    const auto& st = ex_.st[l];
+    const memory::desc wei_user = fc_wei_user(s.src.get_desc().dims(), L.fc_out);
+    dnnl::inner_product_backward_weights::primitive_desc wpd(
+        dnnl::inner_product_backward_weights::desc(s.ip.src_desc(), any(wei_user.dims()),
+                                                   L.bias ? vec(L.fc_out) : memory::desc(),
+                                                   s.ip.dst_desc()),
+        eng(), s.ip);
+    const memory gw = as(*c, g, wpd.diff_dst_desc());
+    memory dw_user;
+    memory dw = diff_weights(*c, wpd.diff_weights_desc(), wei_user, st.dw, &dw_user);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, gw}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
+    if (L.bias) args[DNNL_ARG_DIFF_BIAS] = host_out(vec(L.fc_out), st.db);
+    c->steps.push_back({dnnl::inner_product_backward_weights(wpd), args});
+    if (dw != dw_user) add_reorder(*c, dw, dw_user, true);
+    push_bwd(std::move(c), "bwd_w");
+    if (!wants_dx(L)) return;
+    auto cd = start_call(L.name, "bwd_d");
+    dnnl::inner_product_backward_data::primitive_desc dpd(
+        dnnl::inner_product_backward_data::desc(s.ip.src_desc(), any(wei_user.dims()),
+                                                s.ip.dst_desc()),
+        eng(), s.ip);
+    const memory gd = gw.get_desc() == dpd.diff_dst_desc() ? gw : as(*cd, g, dpd.diff_dst_desc());
+    const memory wei = as(*cd, s.wei, dpd.weights_desc(), true);
+    memory dx = own(*cd, dpd.diff_src_desc());
+    cd->steps.push_back(
+        {dnnl::inner_product_backward_data(dpd),
+         {{DNNL_ARG_DIFF_DST, gd}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_SRC, dx}}});
+    give(L.inputs[0], dx);
+    push_bwd(std::move(cd), "bwd_d");
+  }
+
+  void pool_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
+    const Layer& L = net_.layers[l];
+    if (!wants_dx(L)) return;
+    const PoolDesc& d = L.pool;
+    Saved& s = saved_[l];
+    dnnl::pooling_backward::primitive_desc pd(
+        dnnl::pooling_backward::desc(pool_alg(d), s.src.get_desc(), s.pool.dst_desc(), {d.sh, d.sw},
+                                     {d.kh, d.kw}, {d.ph, d.pw}, {d.pad_b(), d.pad_r()}),
+        eng(), s.pool);
+    memory dx = own(*c, pd.diff_src_desc());
+    std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, as(*c, g, pd.diff_dst_desc())},
+                                         {DNNL_ARG_DIFF_SRC, dx}};
+    if (s.ws) args[DNNL_ARG_WORKSPACE] = s.ws;
+    c->steps.push_back({dnnl::pooling_backward(pd), args});
+    give(L.inputs[0], dx);
+    push_bwd(std::move(c), "bwd");
+  }
+
+  void bnorm_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
+    const Layer& L = net_.layers[l];
+    const BnormDesc& d = L.bnorm;
+    Saved& s = saved_[l];
+    const auto& st = ex_.st[l];
+    dnnl::batch_normalization_backward::primitive_desc pd(
+        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, s.src.get_desc(),
+                                                 s.src.get_desc(), static_cast<float>(d.eps),
+                                                 s.bn_flags),
+        eng(), s.bn);
+    memory dx = own(*c, pd.diff_src_desc());
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, s.src},
+        {DNNL_ARG_MEAN, s.mean},
+        {DNNL_ARG_VARIANCE, s.var},
+        {DNNL_ARG_DIFF_DST, as(*c, g, pd.diff_dst_desc())},
+        {DNNL_ARG_SCALE, memory(vec(d.ic), eng(), data(&st.scale))},
+        {DNNL_ARG_SHIFT, memory(vec(d.ic), eng(), data(&st.shift))},
+        {DNNL_ARG_DIFF_SRC, dx},
+        {DNNL_ARG_DIFF_SCALE, host_out(vec(d.ic), st.dscale)},
+        {DNNL_ARG_DIFF_SHIFT, host_out(vec(d.ic), st.dshift)}};
+    if (s.ws) args[DNNL_ARG_WORKSPACE] = s.ws;
+    c->steps.push_back({dnnl::batch_normalization_backward(pd), args});
+    if (wants_dx(L)) give(L.inputs[0], dx);
+    push_bwd(std::move(c), s.ws ? "bwd+relu" : "bwd");
+  }
+
+  void relu_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
+    const Layer& L = net_.layers[l];
+    if (!wants_dx(L)) return;
+    Saved& s = saved_[l];
+    dnnl::eltwise_backward::primitive_desc pd(
+        dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_relu, s.src.get_desc(),
+                                     s.src.get_desc(), 0.0f, 0.0f),
+        eng(), s.relu);
+    memory dx = own(*c, pd.diff_src_desc());
+    c->steps.push_back({dnnl::eltwise_backward(pd),
+                        {{DNNL_ARG_SRC, s.src},
+                         {DNNL_ARG_DIFF_DST, as(*c, g, pd.diff_dst_desc())},
+                         {DNNL_ARG_DIFF_SRC, dx}}});
+    give(L.inputs[0], dx);
+    push_bwd(std::move(c), "bwd");
+  }
+
+  // What a layer's forward keeps for its backward.
+  struct Saved {
+    memory src, wei, ws, mean, var;  // the forward's source and weights in its layouts
+    dnnl::convolution_forward::primitive_desc conv;
+    dnnl::inner_product_forward::primitive_desc ip;
+    dnnl::pooling_forward::primitive_desc pool;
+    dnnl::batch_normalization_forward::primitive_desc bn;
+    dnnl::normalization_flags bn_flags{};
+    dnnl::eltwise_forward::primitive_desc relu;
+  };
+
   static constexpr const char* kImpl = "onednn/fused";
   Executor::Impl& ex_;
   const Network& net_;
+  const bool train_;
+  std::vector<Saved> saved_;
+  std::vector<std::vector<memory>> grads_;  // per layer: the gradients arriving at its output
+  std::vector<std::unique_ptr<Call>> bwd_calls_;
+  int wei_reorders_ = 0;
   std::vector<std::vector<int>> consumers_;
   std::vector<memory> value_;
   std::unordered_map<size_t, size_t> alias_;  // fused layer -> the layer computing its value
@@ -412,23 +803,35 @@ bool Executor::Impl::fuse_onednn(std::string* why) {
     Fuser f(*this);
     std::vector<std::unique_ptr<Call>> fused = f.plan(why);
     if (fused.empty()) return false;
-    // Every composed call but the loss's is replaced; they stay alive (their outputs hold the
-    // loss layer's input and the host views of intermediate values).
-    std::vector<std::unique_ptr<Call>> loss;
+    // Every composed call but the loss's (training: and the SGD updates, which read the host
+    // gradients the fused backward writes) is replaced; they stay alive (their outputs hold the
+    // loss layer's input, the host views of intermediate values and the weight gradients).
+    std::vector<std::unique_ptr<Call>> loss, sgd;
     const std::string loss_layer = net.has_loss() ? net.layers.back().name : "";
-    for (auto& c : calls) (c->info.layer == loss_layer ? loss : retired).push_back(std::move(c));
+    for (auto& c : calls) {
+      if (c->info.layer == loss_layer)
+        loss.push_back(std::move(c));
+      else if (opt.train && c->info.phase == "sgd")
+        sgd.push_back(std::move(c));
+      else
+        retired.push_back(std::move(c));
+    }
     calls = std::move(fused);
     for (auto& c : loss) calls.push_back(std::move(c));
+    for (auto& c : f.take_backward()) calls.push_back(std::move(c));
+    for (auto& c : sgd) calls.push_back(std::move(c));
     infos.clear();
     for (auto& c : calls) infos.push_back(c->info);
     reorders = f.reorders();
+    weight_reorders = f.weight_reorders();
     return true;
   } catch (const dnnl::error& e) {
     if (e.status == dnnl_unimplemented) {
       *why = std::string("oneDNN has no fused form: ") + e.what();
       return false;
     }
-    onednn::rethrow(e, "oneDNN fused inference plan");
+    onednn::rethrow(
+        e, std::string("oneDNN fused ") + (opt.train ? "training" : "inference") + " plan");
   }
 }
 
