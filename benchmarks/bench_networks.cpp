@@ -119,7 +119,7 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
   st.counters["peak_MB"] = r.peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
   if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
-  // onednn inference: 1 when fused (oneDNN's layouts and post-ops), and its reorders per step.
+  // onednn: 1 when fused (oneDNN's layouts between layers), and its reorders per step.
   if (opt.backend == "onednn") {
     st.counters["fused"] = r.composition.rfind("fused", 0) == 0 ? 1 : 0;
     st.counters["reorders"] = r.reorders;
