@@ -9,6 +9,7 @@
 #include "kernels/conv/desc.h"
 #include "kernels/core/dataset.h"
 #include "kernels/gemm/desc.h"
+#include "kernels/lrn/desc.h"
 #include "kernels/pool/desc.h"
 #include "kernels/rnn/desc.h"
 
@@ -33,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::istringstream in(pb::fuzz::text(data + 1, size - 1));
   const std::vector<pb::DataLine> lines = pb::parse_lines(in, "fuzz.txt", "fuzz");
-  switch (data[0] % 7) {  // tools/fuzz's seeds put each data file behind its case's byte
+  switch (data[0] % 8) {  // tools/fuzz's seeds put each data file behind its case's byte
     case 0:
       lines_round_trip<pb::GemmDesc>(lines);
       break;
@@ -52,8 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5:
       lines_round_trip<pb::RnnDesc>(lines);
       break;
-    default:
+    case 6:
       lines_round_trip<pb::AllreduceDesc>(lines);
+      break;
+    default:
+      lines_round_trip<pb::LrnDesc>(lines);
       break;
   }
   return 0;

@@ -90,6 +90,10 @@ const std::vector<Row> kTable = {
      "max pooling only moves values: exact (integer inputs, first-max ties). Averages: an "
      "integer window sum is exact, then one division by kh*kw or the count (<= 1 ulp, or 2 ulp "
      "through a rounded reciprocal); backward adds <= ceil(k/s)^2 such terms: ~sqrt(terms)*eps"},
+    {"lrn", "*", 2e-6, 2e-6,
+     "fp32 window sums of <= ls squares (~ls*eps/2 relative), then a power (powf, or for beta "
+     "0.75 two square roots: ~2 ulp) and a product; backward adds the window sum of ls such "
+     "terms with a cancelling difference (~sqrt(ls) * a few ulp normwise)"},
     {"bnorm", "*", 1e-5, 1e-5,
      "statistics over up to ~2e5 elements per channel in fp32 partial sums (shifted, two-pass): "
      "~sqrt(n)*eps relative in mean/var; rsqrt and the normalisation add a few ulp; backward "
