@@ -19,6 +19,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
+#include "kernels/core/meter.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
 
@@ -90,6 +91,7 @@ struct Slot {
   double prep_ms = 0;
   CheckResult check;
   bool checked = false;
+  int64_t rss_baseline = -1;  // resident bytes before the implementation was planned
 };
 Slot g_slot;
 
@@ -152,6 +154,7 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
       s.failed.clear();
       s.checked = false;
       std::string why;
+      s.rss_baseline = rss_baseline_bytes();
       s.runner = s.problem->runner(impl, &why);
       if (!s.runner) {
         s.unsupported = why;
@@ -190,13 +193,20 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   }
   PhaseTimes phases;
   double total = 0;
+  // Measured while the iterations run: peak resident memory over the baseline taken before the
+  // plan (its outputs, workspace and transients; ws_MB is the implementation's own figure), CPU
+  // utilisation and, where RAPL is readable, energy.
+  Meter meter(s.rss_baseline);
+  MeterResult metered;
   try {
+    meter.start();
     for (auto _ : state) {
       if (c.cache == CacheState::cold) evict_caches();  // untimed: manual time excludes it
       const double t = timed_iteration(*s.runner, c.timing, &phases);
       state.SetIterationTime(t);
       total += t;
     }
+    metered = meter.stop(threads());
     phase_counters(state, *s.runner, c.timing, phases);
   } catch (const std::exception& e) {
     s.failed = e.what();
@@ -225,6 +235,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   state.counters["unchecked"] = s.checked ? 0 : 1;
   state.counters["prep_ms"] = s.prep_ms;
   state.counters["ws_MB"] = s.runner->workspace_bytes() / 1e6;
+  for (const auto& [k, v] : meter_counters(metered, state.iterations(), p.flops(), 0))
+    state.counters[k] = v;
   for (const auto& [k, v] : s.runner->extra_counters()) state.counters[k] = v;
   state.SetLabel(p.desc_str());
 }

@@ -116,7 +116,12 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
   st.counters["ms_per_batch"] = median_ms;
   st.counters["predicted_ms"] = r.predicted_ms;
   st.counters["measured_over_predicted"] = median_ms / r.predicted_ms;
-  st.counters["peak_MB"] = r.peak_mb;
+  st.counters["peak_MB"] = r.peak_mb;  // planned; peak_rss_MB and device_peak_MB measured
+  for (const auto& [k, v] :
+       pb::meter_counters(r.meter, r.metered_steps, r.step_flops, static_cast<double>(net.batch())))
+    st.counters[k == "items_per_J" ? (images ? "images_per_J" : "samples_per_J") : k] = v;
+  if (r.device_peak_mb >= 0 && opt.backend == "ocl")
+    st.counters["device_peak_MB"] = r.device_peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
   if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
   // onednn: 1 when fused (oneDNN's layouts between layers), and its reorders per step.

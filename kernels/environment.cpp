@@ -13,6 +13,7 @@
 #include "kernels/availability.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
+#include "kernels/core/meter.h"
 #include "kernels/core/vmath.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"
 #include "kernels/gemm/cpu/sgemm.h"
@@ -138,6 +139,8 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"primbench_simd", vmath::isa()},
       {"primbench_sgemm", sgemm_library()},
       {"primbench_sgemm_packed", sgemm_packed_config()},
+      {"energy",
+       rapl().available() ? "rapl: " + rapl().zones() : "unavailable: " + rapl().why_not()},
   };
   for (auto& v : library_versions()) f.push_back(std::move(v));
 #ifdef PRIMBENCH_HAVE_ONEDNN

@@ -89,6 +89,9 @@ expect(rows(good) and all(r.get("unchecked") == 0 and r.get("check_n", 0) > 0 fo
 for r in rows(good):
     for k in ("compute_ms", "act_reorder_ms", "wei_transform_ms"):
         expect(k in r, "row %s has the phase counter %s" % (r["name"], k))
+    # Measured while it ran (kernels/core/meter.h): utilisation and peak resident memory.
+    for k in ("cpu_util", "peak_rss_MB"):
+        expect(k in r and r[k] >= 0, "row %s has the measured counter %s" % (r["name"], k))
 
 # bench_gemm: an injected error is a FAIL row, named on stderr, and the exit status is 1.
 code, out = bench(bad, inject="cpu/openblas")

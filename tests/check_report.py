@@ -74,6 +74,7 @@ SKIPPED = ("gemm/ocl/tiled/square:256/manual_time", "unsupported: no OpenCL devi
 # Network rows of context A, in a second file whose probe measured 20% more (a warning).
 NET = {"file": "net_t1.json", "peak_gflops": "600.0",
        "rows": {("alexnet:infer", "cpu/best"): {"ms": [50.0, 52.0, 51.0], "peak_MB": 400.0,
+                                                "peak_rss_MB": 420.5, "cpu_util": 0.93,
                                                 "kinds": {"conv": 30.0, "gemm": 10.0, "pool": 2.0,
                                                           "bnorm": 0.0, "act": 3.0, "other": 5.0}},
                 ("alexnet:infer", "onednn/first"): {"ms": [40.0], "peak_MB": 500.0,
@@ -145,6 +146,7 @@ def make_results(folder):
         per_rep = [dict({"real_time": ms, "cpu_time": ms, "batch": float(NET_BATCH),
                          "images_per_s": NET_BATCH / (ms / 1e3), "ms_per_batch": ms,
                          "peak_MB": r["peak_MB"], "fallbacks": 0.0},
+                        **{k: r[k] for k in ("peak_rss_MB", "cpu_util") if k in r},
                         **{"ms_" + k: v * (1 + 0.01 * i) for k, v in r["kinds"].items()})
                    for i, ms in enumerate(r["ms"])]
         benches += gb_rows(name, per_rep, "%s batch %d" % (network, NET_BATCH))
@@ -193,7 +195,8 @@ def expected():
         ips = [NET_BATCH / (ms / 1e3) for ms in r["ms"]]
         med, lo, hi, cv = spread(ips)
         e = dict(throughput=med, min=lo, max=hi, cv=None if cv is None else 100 * cv,
-                 ms_per_batch=statistics.median(r["ms"]), peak_MB=r["peak_MB"])
+                 ms_per_batch=statistics.median(r["ms"]), peak_MB=r["peak_MB"],
+                 **{k: r.get(k) for k in ("peak_rss_MB", "cpu_util")})
         for k, v in r["kinds"].items():
             e["ms_" + k] = statistics.median([v * (1 + 0.01 * i) for i in range(len(r["ms"]))])
         rows[("net/" + shape, impl)] = e
@@ -359,7 +362,8 @@ def check_html_numbers(path, folder):
                % (c, shape, impl, field, text, e[field]))
         checked += 1
     for f in ("rate", "min", "max", "cv", "peak_pct", "max_err", "rel", "throughput",
-              "ms_per_batch", "peak_MB", "ms_conv", "layer_ms", "speedup", "efficiency"):
+              "ms_per_batch", "peak_MB", "peak_rss_MB", "cpu_util", "ms_conv", "layer_ms",
+              "speedup", "efficiency"):
         expect(f in seen_fields, "the page has %s cells" % f)
     expect(checked > 40, "the page's numbers were checked (%d)" % checked)
     return dom

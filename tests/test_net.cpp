@@ -75,6 +75,23 @@ TEST(NetSmoke, ShippedNetworksLoadWithTheirParameterCounts) {
   EXPECT_EQ(Network::load("lstm32").params(), 2560000 + 2 * 525312 + 2570000);
   EXPECT_EQ(Network::load("lstm64").params(), Network::load("lstm32").params());
   EXPECT_EQ(Network::load("lstm64").batch(), 128);
+  // The studies' other networks (tools/gen_networks.py names each source): LeNet-5 with full C3
+  // (the classic definition's layer sizes); the CIFAR-10 variants as pytorch-cifar (VGG-16,
+  // ResNet-50) and pytorch-classification (AlexNet) count them.
+  EXPECT_EQ(Network::load("googlenet").params(), 6624904);  // torchvision, no auxiliary heads
+  EXPECT_EQ(Network::load("alexnet_original").params(), 60965224);  // Caffe's bvlc_alexnet
+  EXPECT_EQ(Network::load("lenet5").params(), 61706);
+  EXPECT_EQ(Network::load("lenet5").batch(), 64);
+  EXPECT_EQ(Network::load("alexnet_cifar").params(), 2472266);
+  EXPECT_EQ(Network::load("vgg16_cifar").params(), 14728266);
+  EXPECT_EQ(Network::load("resnet50_cifar").params(), 23520842);
+  for (const char* n : {"alexnet_cifar", "vgg16_cifar", "resnet50_cifar"})
+    EXPECT_EQ(Network::load(n).batch(), 128) << n;
+  // The variants matching Shi et al.'s Table II: 1000-wide FCN hidden layers, a 472-unit LSTM.
+  EXPECT_EQ(Network::load("fcn5_h1000").params(), 55533752);
+  EXPECT_EQ(Network::load("fcn8_h1000").params(), 58536752);
+  EXPECT_EQ(Network::load("lstm32_h472").params(),
+            4720000 + 2 * (4 * 472 * 944 + 4 * 472) + 4730000);
   for (const auto& n : Network::list()) {
     SCOPED_TRACE(n);
     Network net = Network::load(n);
@@ -108,6 +125,13 @@ TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
             std::string::npos);
   EXPECT_NE(load_error(head + "c1 pooling mb2ic3ih8kh2sh2\n").find("layer c1: kind"),
             std::string::npos);
+  // concat: two or more inputs of one height and width; its channels are theirs summed.
+  const std::string two = head + "a conv mb2ic3ih8oc4kh1\nb conv mb2ic3ih8oc6kh3sh2ph1 < data\n";
+  EXPECT_NE(load_error(two + "c concat < a,b\n").find("layer c: input"), std::string::npos);
+  EXPECT_NE(load_error(head + "c concat < data\n").find("2 or more"), std::string::npos);
+  EXPECT_EQ(load_error(head + "a conv mb2ic3ih8oc4kh1\nc concat < a,data\n"
+                              "p pool mb2ic7ih8kh8_avgp\nf fc oc3\nl loss xent_mb2ic3\n"),
+            "");
   EXPECT_NE(load_error(head + "c1 conv mb2ic3ih8oc4kh3ph1xx\n").find("layer c1"),
             std::string::npos);
   EXPECT_NE(load_error(head + "f fc oc10\nl loss xent_mb2ic10\nr act relu_mb2ic10\n").find("loss"),
@@ -137,6 +161,7 @@ void expect_matches_reference(const Network& net, const Runs& runs) {
   for (bool train : {false, true}) {
     Executor ref(net, options("ref", "first", train));
     ref.step();
+    ref.step();  // as many steps as below: a dropout mask is drawn per step
     std::vector<const Tensor*> ref_grads = ref.param_grads();
     for (const auto& [backend, policies] : runs) {
       if (!backend_available(backend)) continue;
@@ -273,6 +298,35 @@ TEST(NetSmoke, OnednnTrainingIsFused) {
   expect_matches_reference(orders, {{"onednn", {"best"}}});
   Executor o(orders, options("onednn", "best", true));
   EXPECT_EQ(o.composition().rfind("fused", 0), 0u) << o.composition();
+}
+
+// Channel concatenation (GoogLeNet's Inception modules): forward, and the gradient split back to
+// the four branches, on every backend, against the reference composition; a ceil-mode pool.
+TEST(NetSmoke, InceptionMatchesTheReferenceComposition) {
+  expect_matches_reference(
+      Network::load("tiny_inception"),
+      {{"cpu", {"first", "best"}}, {"onednn", {"first", "best"}}, {"ocl", {"first", "best"}}});
+  if (backend_available("ocl")) {
+    Executor ex(Network::load("tiny_inception"), options("ocl", "best", true));
+    EXPECT_EQ(ex.residency(), "device");  // the concat and its gradient run on the device too
+  }
+}
+
+// LRN (a primitive: cpu, ocl, onednn), dropout (the same seeded mask on every backend, new each
+// step; the identity in inference), a grouped convolution and a concat, against the reference.
+TEST(NetSmoke, LrnDropoutConcatMatchTheReferenceComposition) {
+  const Network net = Network::load("tiny_concat_lrn_dropout");
+  expect_matches_reference(
+      net, {{"cpu", {"first", "best"}}, {"onednn", {"first", "best"}}, {"ocl", {"first", "best"}}});
+  // Dropout draws a new mask each step: two training steps at lr 0 differ in their loss, and
+  // inference has no dropout call at all.
+  Executor train(net, options("cpu", "first", true));
+  train.step();
+  const double first = train.loss();
+  train.step();
+  EXPECT_NE(train.loss(), first);
+  Executor infer(net, options("cpu", "first", false));
+  for (const CallInfo& c : infer.calls()) EXPECT_NE(c.layer, "drop") << c.phase;
 }
 
 // The LSTM network: the recurrent layers composed (dx passed down, W, R, b gradients).
@@ -424,6 +478,29 @@ TEST(NetSmoke, SgdLowersTheLossOnAFixedBatch) {
   const double first = ex.loss();
   for (int i = 0; i < 15; ++i) ex.step();
   EXPECT_LT(ex.loss(), 0.5 * first) << "first " << first << ", last " << ex.loss();
+}
+
+// The studies' networks train on every backend: the loss falls over SGD steps on a fixed batch
+// (at batch 4, to keep the test short; the shapes are the networks' own otherwise).
+TEST(NetStudies, StudyNetworksTrainOnEveryBackend) {
+  for (const std::string name : {"lenet5", "alexnet_cifar", "vgg16_cifar", "resnet50_cifar",
+                                 "googlenet", "alexnet_original"}) {
+    const Network net = Network::load(name).with_batch(name == "googlenet" ? 2 : 4);
+    for (const std::string backend : {"cpu", "onednn", "ocl"}) {
+      if (!backend_available(backend)) continue;
+      SCOPED_TRACE(name + " " + backend);
+      NetOptions o = options(backend, "first", true);
+      // AlexNet without batch-norm starts with large logits (He-uniform weights, loss ~13):
+      // a tenth of the rate the batch-normalised networks take keeps it from diverging.
+      o.lr = name == "alexnet_original" ? 0.002f : 0.02f;
+      Executor ex(net, o);
+      ex.step();
+      const double first = ex.loss();
+      for (int i = 0; i < 6; ++i) ex.step();
+      EXPECT_TRUE(std::isfinite(ex.loss()));
+      EXPECT_LT(ex.loss(), 0.9 * first) << "first " << first << ", last " << ex.loss();
+    }
+  }
 }
 
 // Inference batch-norm runs on running statistics calibrated to the synthetic batch, so an

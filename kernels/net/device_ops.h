@@ -29,6 +29,12 @@ class DeviceOps {
   virtual void add(const void* a, const void* b, void* out, int64_t n) = 0;
   // y += a * x (n floats).
   virtual void axpy(float a, const void* x, void* y, int64_t n) = 0;
+  // As net::dropout (native_ops.h): the same mask for the same seed, step and element.
+  virtual void dropout(const void* x, void* y, int64_t n, double p, uint64_t seed,
+                       uint64_t step) = 0;
+  // As net::copy_channels (native_ops.h): channel slices between NCHW tensors.
+  virtual void copy_channels(const void* src, int64_t src_c, int64_t src_off, void* dst,
+                             int64_t dst_c, int64_t dst_off, int64_t mb, int64_t c, int64_t hw) = 0;
   virtual void finish() = 0;
 };
 

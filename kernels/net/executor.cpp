@@ -19,13 +19,19 @@
 #include "kernels/conv/conv.h"
 #include "kernels/conv/traits.h"
 #include "kernels/core/error.h"
+#include "kernels/core/meter.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/traits.h"
+#include "kernels/lrn/lrn.h"
+#include "kernels/lrn/traits.h"
 #include "kernels/net/executor_impl.h"
 #include "kernels/pool/pool.h"
 #include "kernels/pool/traits.h"
 #include "kernels/rnn/traits.h"
 #include "reference/bnorm.h"
+#ifdef PRIMBENCH_HAVE_OPENCL
+#include "kernels/opencl/runtime.h"
+#endif
 
 namespace pb {
 
@@ -301,6 +307,7 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
       const std::string&, const std::string&, Desc, Dir, std::vector<const Tensor*>);
 PB_NET_ADD(ConvTraits, ConvDesc)
 PB_NET_ADD(PoolTraits, PoolDesc)
+PB_NET_ADD(LrnTraits, LrnDesc)
 PB_NET_ADD(BnormTraits, BnormDesc)
 PB_NET_ADD(ActTraits, ActDesc)
 PB_NET_ADD(GemmTraits, GemmDesc)
@@ -356,10 +363,15 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
       return std::any_of(reg.begin(), reg.end(), [&](const auto& e) { return e.name == algo; });
     };
     if (!has(conv_registry()) && !has(gemm_registry()) && !has(pool_registry()) &&
-        !has(bnorm_registry()) && !has(act_registry()) && !has(rnn_registry()))
+        !has(bnorm_registry()) && !has(act_registry()) && !has(rnn_registry()) &&
+        !has(lrn_registry()))
       throw InputError("policy", "'" + opt.policy + "' is not best, first or an algorithm of " +
                                      opt.backend + " (primbench list)");
   }
+  p_->baseline_rss = rss_baseline_bytes();
+#ifdef PRIMBENCH_HAVE_OPENCL
+  p_->baseline_device = ocl::device_bytes_live();
+#endif
   p_->net = net;
   p_->opt = opt;
   p_->cache.open(opt.find_cache, opt.backend);
@@ -426,7 +438,10 @@ Executor::~Executor() = default;
 
 double Executor::step() {
   p_->push();
-  if (p_->opt.train) ++p_->weights_version;  // the last step's SGD update changed them
+  if (p_->opt.train) {
+    ++p_->weights_version;  // the last step's SGD update changed them
+    ++p_->steps_run;        // a new dropout mask
+  }
   p_->refuse_if_weights_changed();
   const double t0 = now_ms();
   for (size_t i = 0; i < p_->calls.size(); ++i) {
@@ -500,13 +515,23 @@ Tensor& Executor::labels() {
   return p_->labels;
 }
 
+int64_t Executor::baseline_rss_bytes() const {
+  return p_->baseline_rss;
+}
+size_t Executor::baseline_device_bytes() const {
+  return p_->baseline_device;
+}
+
 size_t Executor::planned_bytes() const {
   size_t b = p_->labels.bytes();
   for (const auto& c : p_->calls) b += c->bytes();
   for (const auto& s : p_->st)
-    for (const Tensor* t : {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar, &s.r, &s.h0,
-                            &s.c0, &s.dw_fc_bias, &s.own_grad, &s.zeros, &s.zeros_w, &s.zeros_d})
+    for (const Tensor* t :
+         {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar, &s.r, &s.h0, &s.c0,
+          &s.dw_fc_bias, &s.own_grad, &s.zeros, &s.zeros_w, &s.zeros_d, &s.dx})
       b += t->bytes();
+  for (const auto& s : p_->st)
+    for (const Tensor& t : s.parts) b += t.bytes();
   return b;
 }
 

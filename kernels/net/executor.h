@@ -72,6 +72,10 @@ class Executor {
   // Bytes of every buffer the plan holds: activations, gradients, weights, the
   // implementations' outputs and workspaces.
   size_t planned_bytes() const;
+  // What the process held before this executor planned: resident bytes (after returning free
+  // heap memory), and bytes of OpenCL buffers; measured peaks are reported above them.
+  int64_t baseline_rss_bytes() const;
+  size_t baseline_device_bytes() const;
   int fallbacks() const;
 
   // For checks: the network's input and labels (set before step()), every trainable tensor

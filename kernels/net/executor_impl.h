@@ -30,6 +30,8 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<Call>> calls;
   std::vector<CallInfo> infos;
   int fallbacks = 0;
+  int64_t baseline_rss = -1;  // before the plan (Executor::baseline_rss_bytes)
+  size_t baseline_device = 0;
 
   // Per layer.
   struct State {
@@ -45,6 +47,8 @@ struct Executor::Impl {
     Tensor own_grad;                     // their sum, when more than one
     const Tensor* loss = nullptr;        // loss layer: per-position losses
     Tensor zeros, zeros_w, zeros_d;      // fc: the GEMMs' C inputs (beta 0)
+    std::vector<Tensor> parts;           // concat: its inputs' gradients (slices of its own)
+    Tensor dx;                           // dropout: its input's gradient
   };
   std::vector<State> st;
   Tensor labels;
@@ -61,6 +65,8 @@ struct Executor::Impl {
   bool push_due = false;
   // Moves when the weights may have changed (each training step, params()): calls redo weights().
   int weights_version = 0;
+  // Training steps run (dropout draws a new mask each step from the seed and this count).
+  uint64_t steps_run = 0;
 
   // Thrown while planning on the device when a call cannot stay there: the plan starts over
   // with host round trips.

@@ -14,7 +14,8 @@
 namespace pb {
 
 std::string layer_kind_str(LayerKind k) {
-  static const char* n[] = {"input", "conv", "pool", "bnorm", "act", "fc", "add", "loss", "rnn"};
+  static const char* n[] = {"input", "conv", "pool", "bnorm",  "act",     "fc",
+                            "add",   "loss", "rnn",  "concat", "dropout", "lrn"};
   return n[static_cast<int>(k)];
 }
 
@@ -49,10 +50,11 @@ namespace {
 constexpr int64_t kMaxDim = int64_t(1) << 31;
 
 LayerKind parse_kind(const std::string& s, const std::string& where) {
-  for (int k = 0; k <= static_cast<int>(LayerKind::rnn); ++k)
+  for (int k = 0; k <= static_cast<int>(LayerKind::lrn); ++k)
     if (layer_kind_str(static_cast<LayerKind>(k)) == s) return static_cast<LayerKind>(k);
-  throw InputError(where + ": kind",
-                   "'" + s + "' is not one of input, conv, pool, bnorm, act, fc, add, loss, rnn");
+  throw InputError(where + ": kind", "'" + s +
+                                         "' is not one of input, conv, pool, bnorm, act, fc, add, "
+                                         "loss, rnn, concat, dropout, lrn");
 }
 
 // Checks that what a layer's descriptor expects equals what its input gives.
@@ -158,13 +160,16 @@ Network Network::parse(std::istream& f, const std::string& file) {
         l.inputs.push_back(static_cast<int>(it - net.layers.begin()));
       }
       const size_t want = l.kind == LayerKind::add ? 2 : 1;
-      if (l.inputs.size() != want)
-        throw InputError(where + ": input", layer_kind_str(l.kind) + " takes " +
-                                                std::to_string(want) + " input(s), got " +
-                                                std::to_string(l.inputs.size()));
+      if (l.kind == LayerKind::concat ? l.inputs.size() < 2 : l.inputs.size() != want)
+        throw InputError(
+            where + ": input",
+            layer_kind_str(l.kind) + " takes " +
+                (l.kind == LayerKind::concat ? std::string("2 or more") : std::to_string(want)) +
+                " input(s), got " + std::to_string(l.inputs.size()));
+      for (int i : l.inputs)
+        if (net.layers[i].kind == LayerKind::loss)
+          throw InputError(where + ": input", "'" + net.layers[i].name + "' is the loss");
       const Layer& p = net.layers[l.inputs[0]];
-      if (p.kind == LayerKind::loss)
-        throw InputError(where + ": input", "'" + p.name + "' is the loss");
       l.in = p.out;
     } else if (!net.layers.empty()) {
       throw InputError(where + ": kind", "only the first layer is an input");
@@ -259,6 +264,37 @@ Network Network::parse(std::istream& f, const std::string& file) {
           l.out = l.in;
           break;
         }
+        case LayerKind::lrn: {
+          l.lrn = LrnDesc::parse(desc);
+          expect_input(where, l.lrn, src, l.in);
+          l.out = l.in;
+          mb = l.lrn.mb;
+          break;
+        }
+        case LayerKind::dropout: {
+          FieldReader r("dropout", desc);
+          r.allow_number("p");
+          r.read();
+          l.drop_p = r.number("p", -1);
+          if (!(l.drop_p >= 0 && l.drop_p < 1))
+            throw InputError("p", "dropout needs a probability 0 <= p < 1, as in p0.5");
+          l.out = l.in;
+          break;
+        }
+        case LayerKind::concat: {
+          l.out = {0, l.in.h, l.in.w};
+          for (int i : l.inputs) {
+            const Layer& b = net.layers[i];
+            if (b.out.h != l.in.h || b.out.w != l.in.w)
+              throw InputError(where + ": input", "'" + src + "' gives " + l.in.str() + " but '" +
+                                                      b.name + "' gives " + b.out.str() +
+                                                      " (concat needs one height and width)");
+            l.out.c += b.out.c;
+          }
+          if (l.out.c >= kMaxDim)
+            throw InputError("c", "must be < 2^31, got " + std::to_string(l.out.c));
+          break;
+        }
       }
     } catch (const InputError& e) {
       if (e.field().rfind(at, 0) == 0) throw;
@@ -291,12 +327,13 @@ Network Network::with_batch(int64_t samples) const {
                          "batch (the input at that batch)");
   n.mb = mb;
   for (Layer& l : n.layers) {
-    l.conv.mb = l.pool.mb = l.bnorm.mb = l.act.mb = mb;
+    l.conv.mb = l.pool.mb = l.bnorm.mb = l.act.mb = l.lrn.mb = mb;
     l.rnn.n = samples;
     if (l.kind == LayerKind::rnn) l.rnn.validate();
     if (l.kind == LayerKind::conv) l.conv.validate();
     if (l.kind == LayerKind::pool) l.pool.validate();
     if (l.kind == LayerKind::bnorm) l.bnorm.validate();
+    if (l.kind == LayerKind::lrn) l.lrn.validate();
     if (l.kind == LayerKind::act || l.kind == LayerKind::loss) l.act.validate();
   }
   return n;

@@ -11,6 +11,7 @@
 #include "kernels/act/desc.h"
 #include "kernels/bnorm/desc.h"
 #include "kernels/conv/desc.h"
+#include "kernels/lrn/desc.h"
 #include "kernels/pool/desc.h"
 #include "kernels/rnn/desc.h"
 
@@ -31,11 +32,17 @@ namespace pb {
 //   rnn    <rnn descriptor>                   an LSTM / GRU / RNN layer over the sequence (n N,
 //                                             t T), zero initial state
 //   add    < a,b                              elementwise sum (residual)
+//   concat < a,b[,c...]                       channels of a, then b, ... (Inception's branches):
+//                                             the inputs agree in height and width
+//   lrn    <lrn descriptor>                   local response normalisation across channels
+//   dropout p<P>                              training: each element kept with probability 1-P
+//                                             and scaled by 1/(1-P), a new seeded mask every
+//                                             step; inference: the identity (no call)
 //   loss   <act descriptor with xent>         softmax cross-entropy over the classes
 // The input is the previous line's layer unless `< name[,name]` says otherwise. The mb of every
 // descriptor is the batch (sequences: the positions N * T); the executor rewrites it for other
 // batch sizes.
-enum class LayerKind { input, conv, pool, bnorm, act, fc, add, loss, rnn };
+enum class LayerKind { input, conv, pool, bnorm, act, fc, add, loss, rnn, concat, dropout, lrn };
 std::string layer_kind_str(LayerKind k);
 
 struct Shape {
@@ -55,7 +62,9 @@ struct Layer {
   BnormDesc bnorm;
   ActDesc act;         // act, loss
   RnnDesc rnn;         // rnn
+  LrnDesc lrn;         // lrn
   int64_t fc_out = 0;  // fc: output features
+  double drop_p = 0;   // dropout: the probability of dropping an element
   Shape in, out;       // per image
   int line = 0;
   int64_t params() const;  // trainable parameters (weights + bias + scale/shift)

@@ -15,6 +15,7 @@
 #include "kernels/core/fill.h"
 #include "kernels/core/io.h"
 #include "kernels/gemm/traits.h"
+#include "kernels/lrn/traits.h"
 #include "kernels/net/executor_impl.h"
 #include "kernels/net/native_ops.h"
 #include "kernels/pool/traits.h"
@@ -67,6 +68,9 @@ void Executor::Impl::plan_forward(size_t l) {
     }
     case LayerKind::pool:
       s.act = add<PoolTraits>(L.name, "fwd", L.pool, Dir::fwd, {x})[0];
+      break;
+    case LayerKind::lrn:
+      s.act = add<LrnTraits>(L.name, "fwd", L.lrn, Dir::fwd, {x})[0];
       break;
     case LayerKind::bnorm: {
       const int64_t c = L.bnorm.ic;
@@ -137,6 +141,50 @@ void Executor::Impl::plan_forward(size_t l) {
       s.act = &s.own;
       break;
     }
+    case LayerKind::dropout: {
+      if (!opt.train) {  // the identity: the next layer reads the input itself
+        s.act = x;
+        break;
+      }
+      s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
+      const uint64_t dseed = mix_seed(seed, 3);
+      const uint64_t* step = &steps_run;
+      add_native(
+          L.name, "fwd",
+          [x, &s, p = L.drop_p, dseed, step] { net::dropout(*x, s.own, p, dseed, *step); },
+          [dx = D(x), y = D(&s.own), n = s.own.size(), p = L.drop_p, dseed,
+           step](net::DeviceOps& o) { o.dropout(dx, y, n, p, dseed, *step); });
+      s.act = &s.own;
+      break;
+    }
+    case LayerKind::concat: {
+      // Each input's channels copied into their slice of the output (the producers write their
+      // own outputs: implementations own them).
+      s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
+      const int64_t hw = L.out.h * L.out.w;
+      std::vector<std::pair<const Tensor*, int64_t>> in;  // tensor, channels
+      for (int i : L.inputs) in.push_back({st[i].act, net.layers[i].out.c});
+      std::vector<void*> din;
+      for (const auto& p : in) din.push_back(D(p.first));
+      add_native(
+          L.name, "fwd",
+          [in, &s, mb, hw, c = L.out.c] {
+            int64_t off = 0;
+            for (const auto& [t, k] : in) {
+              net::copy_channels(t->data(), k, 0, s.own.data(), c, off, mb, k, hw);
+              off += k;
+            }
+          },
+          [in, din, y = D(&s.own), mb, hw, c = L.out.c](net::DeviceOps& o) {
+            int64_t off = 0;
+            for (size_t j = 0; j < in.size(); ++j) {
+              o.copy_channels(din[j], in[j].second, 0, y, c, off, mb, in[j].second, hw);
+              off += in[j].second;
+            }
+          });
+      s.act = &s.own;
+      break;
+    }
     case LayerKind::loss: {
       labels = Tensor({mb, 1, 1});
       fill_uniform(labels, mix_seed(seed, 7), 0, static_cast<float>(L.act.ic));
@@ -196,6 +244,9 @@ void Executor::Impl::plan_backward(size_t l) {
     case LayerKind::pool:
       if (need_dx) give(L.inputs[0], add<PoolTraits>(L.name, "bwd", L.pool, Dir::bwd, {x, g})[0]);
       break;
+    case LayerKind::lrn:
+      if (need_dx) give(L.inputs[0], add<LrnTraits>(L.name, "bwd", L.lrn, Dir::bwd, {x, g})[0]);
+      break;
     case LayerKind::bnorm: {
       const auto& c = add<BnormTraits>(L.name, "bwd", L.bnorm, Dir::bwd,
                                        {x, g, &s.scale, &s.shift, s.mean, s.var});
@@ -243,6 +294,58 @@ void Executor::Impl::plan_backward(size_t l) {
       give(L.inputs[0], g);
       give(L.inputs[1], g);
       break;
+    case LayerKind::dropout: {
+      if (!need_dx) break;
+      // The same mask as the step's forward (the same seed, step and elements).
+      s.dx = Tensor({mb, L.out.c, L.out.h, L.out.w});
+      const uint64_t dseed = mix_seed(mix_seed(opt.seed, l), 3);
+      const uint64_t* step = &steps_run;
+      add_native(
+          L.name, "bwd",
+          [g, &s, p = L.drop_p, dseed, step] { net::dropout(*g, s.dx, p, dseed, *step); },
+          [dg = D(g), y = D(&s.dx), n = s.dx.size(), p = L.drop_p, dseed, step](net::DeviceOps& o) {
+            o.dropout(dg, y, n, p, dseed, *step);
+          });
+      give(L.inputs[0], &s.dx);
+      break;
+    }
+    case LayerKind::concat: {
+      // Each input's gradient: its slice of the output's, copied out.
+      const int64_t hw = L.out.h * L.out.w;
+      s.parts.reserve(L.inputs.size());                // pointers to them are handed out
+      std::vector<std::pair<Tensor*, int64_t>> parts;  // gradient (null: not wanted), channels
+      for (int i : L.inputs) {
+        const Layer& P = net.layers[i];
+        Tensor* t = nullptr;
+        if (P.kind != LayerKind::input) {
+          s.parts.emplace_back(std::vector<int64_t>{mb, P.out.c, P.out.h, P.out.w});
+          t = &s.parts.back();
+        }
+        parts.push_back({t, P.out.c});
+      }
+      std::vector<void*> dparts;
+      for (const auto& p : parts) dparts.push_back(p.first ? D(p.first) : nullptr);
+      add_native(
+          L.name, "bwd",
+          [parts, g, mb, hw, c = L.out.c] {
+            int64_t off = 0;
+            for (const auto& [t, k] : parts) {
+              if (t) net::copy_channels(g->data(), c, off, t->data(), k, 0, mb, k, hw);
+              off += k;
+            }
+          },
+          [parts, dparts, dg = D(g), mb, hw, c = L.out.c](net::DeviceOps& o) {
+            int64_t off = 0;
+            for (size_t j = 0; j < parts.size(); ++j) {
+              if (dparts[j])
+                o.copy_channels(dg, c, off, dparts[j], parts[j].second, 0, mb, parts[j].second, hw);
+              off += parts[j].second;
+            }
+          });
+      for (size_t j = 0; j < parts.size(); ++j)
+        if (parts[j].first) give(L.inputs[j], parts[j].first);
+      break;
+    }
     default:
       break;
   }

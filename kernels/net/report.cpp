@@ -11,6 +11,10 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
+#include "kernels/core/threads.h"
+#ifdef PRIMBENCH_HAVE_OPENCL
+#include "kernels/opencl/runtime.h"
+#endif
 
 namespace pb {
 
@@ -22,12 +26,24 @@ NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int r
   r.batch = net.batch();
   for (int i = 0; i < warmup; ++i) ex.step();
   std::vector<std::pair<double, std::vector<double>>> steps;
+  Meter meter(ex.baseline_rss_bytes());
+#ifdef PRIMBENCH_HAVE_OPENCL
+  ocl::reset_device_peak();
+#endif
+  meter.start();
   for (int i = 0; i < std::max(1, reps); ++i) {
     const double ms = ex.step();
     std::vector<double> per;
     for (const CallInfo& c : ex.calls()) per.push_back(c.last_ms);
     steps.emplace_back(ms, std::move(per));
   }
+  r.meter = meter.stop(threads());
+  r.metered_steps = static_cast<int>(steps.size());
+#ifdef PRIMBENCH_HAVE_OPENCL
+  r.device_peak_mb =
+      (static_cast<double>(ocl::device_bytes_peak()) - ex.baseline_device_bytes()) / 1e6;
+#endif
+  for (const CallInfo& c : ex.calls()) r.step_flops += c.flops;
   std::sort(steps.begin(), steps.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   const auto& med = steps[steps.size() / 2];
@@ -155,7 +171,32 @@ std::string table(const NetResult& r) {
                 r.residency == "device" ? "all on the device" : r.residency.c_str(),
                 r.composition.c_str());
   s += buf;
-  return s;
+  // What the timed steps used, measured.
+  std::string measured = "measured over " + std::to_string(r.metered_steps) + " step(s): ";
+  if (r.meter.peak_mb >= 0) {
+    std::snprintf(buf, sizeof buf, "peak host memory %.1f MB (planned %.1f)", r.meter.peak_mb,
+                  r.peak_mb);
+    measured += buf;
+  } else {
+    measured += "peak host memory not measured (/proc/self/clear_refs not writable)";
+  }
+  if (r.device_peak_mb > 0) {
+    std::snprintf(buf, sizeof buf, ", device buffers %.1f MB", r.device_peak_mb);
+    measured += buf;
+  }
+  std::snprintf(buf, sizeof buf, ", CPU utilisation %.0f%% of %d thread(s)",
+                100 * r.meter.utilisation, threads());
+  measured += buf;
+  if (r.meter.energy) {
+    const double j = (r.meter.package_j + r.meter.dram_j) / std::max(1, r.metered_steps);
+    std::snprintf(buf, sizeof buf, ", %.1f W, %.2f J per step, %.2f items/J",
+                  j * r.metered_steps / std::max(1e-9, r.meter.wall_s), j,
+                  j > 0 ? r.batch / j : 0.0);
+    measured += buf;
+  } else {
+    measured += ", energy: " + rapl().why_not();
+  }
+  return s + measured + "\n";
 }
 
 std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
@@ -170,7 +211,11 @@ std::string to_json(const NetResult& r, const std::vector<Projection>& proj,
       ",\"peak_MB\":" + json_num(r.peak_mb) + ",\"loss\":" + json_num(r.loss) +
       ",\"fallbacks\":" + json_num(r.fallbacks) + ",\"residency\":" + json_str(r.residency) +
       ",\"composition\":" + json_str(r.composition) + ",\"reorders\":" + json_num(r.reorders) +
-      ",\"layers\":[";
+      ",\"measured\":{\"steps\":" + json_num(r.metered_steps) +
+      ",\"device_peak_MB\":" + json_num(r.device_peak_mb);
+  for (const auto& [k, v] : meter_counters(r.meter, r.metered_steps, r.step_flops, r.batch))
+    s += "," + json_str(k) + ":" + json_num(v);
+  s += "},\"layers\":[";
   bool first = true;
   for (const LayerRow& l : r.layers) {
     s += std::string(first ? "" : ",") + "{\"layer\":" + json_str(l.layer) +

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/meter.h"
 #include "kernels/net/executor.h"
 
 namespace pb {
@@ -24,7 +25,15 @@ struct NetResult {
   double step_ms = 0;       // median over reps
   double predicted_ms = 0;  // sum of the calls' isolated times
   double items_per_s = 0;
-  double peak_mb = 0;
+  double peak_mb = 0;  // planned: every buffer the plan holds (Executor::planned_bytes)
+  // Measured over the timed steps (metered_steps of them): the process's peak resident memory
+  // over what it held before the plan (meter.peak_mb), CPU utilisation, energy where RAPL is
+  // readable; device_peak_mb: the OpenCL buffers' peak over what was allocated before the plan
+  // (-1 without OpenCL).
+  MeterResult meter;
+  int metered_steps = 0;
+  double step_flops = 0;  // the calls' FLOPs per step
+  double device_peak_mb = -1;
   double loss = 0;
   int fallbacks = 0;
   std::string residency;    // backend ocl: Executor::residency()

@@ -10,10 +10,21 @@ namespace pb::ocl {
 
 namespace {
 std::atomic<size_t> g_transfers{0};
+// Bytes of the buffers primbench allocated (not CLBlast's own temporaries), live and at peak.
+std::atomic<size_t> g_live{0}, g_peak{0};
 }  // namespace
 
 size_t transfer_count() {
   return g_transfers.load();
+}
+size_t device_bytes_live() {
+  return g_live.load();
+}
+size_t device_bytes_peak() {
+  return g_peak.load();
+}
+void reset_device_peak() {
+  g_peak.store(g_live.load());
 }
 
 Buffer::Buffer(size_t bytes, cl_mem_flags flags) : bytes_(bytes) {
@@ -26,6 +37,11 @@ Buffer::Buffer(size_t bytes, cl_mem_flags flags) : bytes_(bytes) {
   cl_int err = CL_SUCCESS;
   mem_ = clCreateBuffer(context(), flags, bytes == 0 ? 1 : bytes, nullptr, &err);
   check(err, "clCreateBuffer");
+  owned_ = true;
+  const size_t live = g_live += bytes_;
+  size_t peak = g_peak.load();
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
+  }
 }
 
 Buffer Buffer::shared(cl_mem mem) {
@@ -42,14 +58,17 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     reset();
     std::swap(mem_, o.mem_);
     std::swap(bytes_, o.bytes_);
+    std::swap(owned_, o.owned_);
   }
   return *this;
 }
 
 void Buffer::reset() {
   if (mem_) clReleaseMemObject(mem_);
+  if (mem_ && owned_) g_live -= bytes_;
   mem_ = nullptr;
   bytes_ = 0;
+  owned_ = false;
 }
 
 void Buffer::upload(const void* src, size_t bytes, size_t offset) {

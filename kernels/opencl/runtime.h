@@ -84,7 +84,9 @@ class Buffer {
   // Another reference to an existing buffer (retained here, released by reset()).
   static Buffer shared(cl_mem mem);
   ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept : mem_(o.mem_), bytes_(o.bytes_) { o.mem_ = nullptr, o.bytes_ = 0; }
+  Buffer(Buffer&& o) noexcept : mem_(o.mem_), bytes_(o.bytes_), owned_(o.owned_) {
+    o.mem_ = nullptr, o.bytes_ = 0, o.owned_ = false;
+  }
   Buffer& operator=(Buffer&& o) noexcept;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -102,6 +104,7 @@ class Buffer {
  private:
   cl_mem mem_ = nullptr;
   size_t bytes_ = 0;
+  bool owned_ = false;  // allocated here (counted in device_bytes_live), not shared()
 };
 
 // A profiling event: kernel (or transfer) time from CL_PROFILING_COMMAND_START/END.
@@ -176,6 +179,11 @@ inline size_t round_up(int64_t x, int64_t to) {
 // Host<->device transfers so far (every Buffer upload and download, this process): what a
 // network step with all layers on the device must not add to.
 size_t transfer_count();
+// Bytes of the device buffers allocated through Buffer (every primbench allocation; CLBlast's
+// internal temporaries are not seen), live now and at their peak since reset_device_peak().
+size_t device_bytes_live();
+size_t device_bytes_peak();
+void reset_device_peak();
 
 // The inputs of an implementation, each either bound to a caller's device buffer
 // (Impl::bind_device: a network keeping its tensors on the device) or uploaded from the host.

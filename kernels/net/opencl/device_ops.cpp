@@ -1,8 +1,10 @@
 // The executor's device steps on OpenCL (see device_ops.h): ops.cl, and conv_bwd.cl's bias_grad.
+#include <algorithm>
 #include <limits>
 
 #include "kernels/core/error.h"
 #include "kernels/net/device_ops.h"
+#include "kernels/net/native_ops.h"
 #include "kernels/opencl/runtime.h"
 
 namespace pb::net {
@@ -23,6 +25,8 @@ class OclDeviceOps : public DeviceOps {
     bias_ = ocl::Kernel(ops, "add_channel_bias");
     add_ = ocl::Kernel(ops, "add");
     axpy_ = ocl::Kernel(ops, "axpy");
+    copy_channels_ = ocl::Kernel(ops, "copy_channels");
+    dropout_ = ocl::Kernel(ops, "dropout");
     bias_grad_ = ocl::Kernel(ocl::program("conv/conv_bwd.cl", ""), "bias_grad");
   }
 
@@ -59,13 +63,30 @@ class OclDeviceOps : public DeviceOps {
     size_t global[1] = {static_cast<size_t>(n)};
     axpy_.enqueue(1, global, nullptr);
   }
+  void copy_channels(const void* src, int64_t src_c, int64_t src_off, void* dst, int64_t dst_c,
+                     int64_t dst_off, int64_t mb, int64_t c, int64_t hw) override {
+    to_int(mb * std::max(src_c, dst_c) * hw, "concat");
+    copy_channels_.set_args(mem(src), to_int(src_c, "channels"), to_int(src_off, "channels"),
+                            mem(dst), to_int(dst_c, "channels"), to_int(dst_off, "channels"),
+                            to_int(c * hw, "slice"), to_int(hw, "plane"));
+    size_t global[2] = {static_cast<size_t>(c * hw), static_cast<size_t>(mb)};
+    copy_channels_.enqueue(2, global, nullptr);
+  }
+  void dropout(const void* x, void* y, int64_t n, double p, uint64_t seed, uint64_t step) override {
+    dropout_.set_args(mem(x), mem(y), to_int(n, "dropout"),
+                      static_cast<cl_uint>(net::dropout_threshold(p)),
+                      static_cast<float>(1.0 / (1.0 - p)), static_cast<cl_ulong>(seed),
+                      static_cast<cl_ulong>(step));
+    size_t global[1] = {static_cast<size_t>(n)};
+    dropout_.enqueue(1, global, nullptr);
+  }
   void finish() override { ocl::finish(); }
 
  private:
   static cl_mem mem(const void* p) { return static_cast<cl_mem>(const_cast<void*>(p)); }
 
   std::vector<ocl::Buffer> bufs_;
-  ocl::Kernel bias_, add_, axpy_, bias_grad_;
+  ocl::Kernel bias_, add_, axpy_, bias_grad_, copy_channels_, dropout_;
 };
 
 }  // namespace
