@@ -17,6 +17,7 @@
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
 #include "kernels/net/executor.h"
+#include "kernels/net/native_ops.h"
 #include "kernels/net/report.h"
 #include "tests/cli_runner.h"
 #ifdef PRIMBENCH_HAVE_OPENCL
@@ -327,6 +328,28 @@ TEST(NetSmoke, LrnDropoutConcatMatchTheReferenceComposition) {
   EXPECT_NE(train.loss(), first);
   Executor infer(net, options("cpu", "first", false));
   for (const CallInfo& c : infer.calls()) EXPECT_NE(c.layer, "drop") << c.phase;
+}
+
+// Dropout's mask on its own (every backend shares it through the reference comparison above, so
+// its semantics are pinned here): the dropped fraction is p, kept elements are scaled by exactly
+// 1/(1-p), the same seed and step give the same mask (the backward's), another step another.
+TEST(NetSmoke, DropoutDropsPAndScalesTheRest) {
+  Tensor x({1, 200000});
+  x.fill(3.0f);
+  Tensor a({1, 200000}), b({1, 200000}), c({1, 200000});
+  net::dropout(x, a, 0.25, 42, 7);
+  net::dropout(x, b, 0.25, 42, 7);
+  net::dropout(x, c, 0.25, 42, 8);
+  int64_t dropped = 0, same = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    dropped += a[i] == 0;
+    if (a[i] != 0) EXPECT_EQ(a[i], 4.0f) << i;  // 3 / 0.75, exactly
+    EXPECT_EQ(a[i], b[i]) << i;
+    same += (a[i] == 0) == (c[i] == 0);
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / a.size(), 0.25, 0.005);
+  // Independent masks agree on about p^2 + (1-p)^2 = 62.5% of the elements.
+  EXPECT_NEAR(static_cast<double>(same) / a.size(), 0.625, 0.01);
 }
 
 // The LSTM network: the recurrent layers composed (dx passed down, W, R, b gradients).
