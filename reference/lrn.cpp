@@ -11,8 +11,7 @@ namespace {
 // scale at channel c of pixel p of image n.
 double scale_at(const LrnDesc& d, const Tensor& src, int64_t n, int64_t c, int64_t p) {
   double s = 0;
-  for (int64_t j = std::max<int64_t>(0, c - d.half()); j <= std::min(d.ic - 1, c + d.half());
-       ++j) {
+  for (int64_t j = std::max<int64_t>(0, c - d.half()); j <= std::min(d.ic - 1, c + d.half()); ++j) {
     const double x = src[(n * d.ic + j) * d.hw() + p];
     s += x * x;
   }
@@ -35,8 +34,7 @@ Tensor64 lrn_fwd(const LrnDesc& d, const Tensor& src) {
 double lrn_bwd_at(const LrnDesc& d, const Tensor& src, const Tensor& dy, int64_t i) {
   const int64_t p = i % d.hw(), c = i / d.hw() % d.ic, n = i / (d.hw() * d.ic);
   double acc = 0;  // channels c' whose window holds c: |c' - c| <= half
-  for (int64_t j = std::max<int64_t>(0, c - d.half()); j <= std::min(d.ic - 1, c + d.half());
-       ++j) {
+  for (int64_t j = std::max<int64_t>(0, c - d.half()); j <= std::min(d.ic - 1, c + d.half()); ++j) {
     const int64_t at = (n * d.ic + j) * d.hw() + p;
     acc += static_cast<double>(dy[at]) * src[at] * std::pow(scale_at(d, src, n, j, p), -d.beta - 1);
   }

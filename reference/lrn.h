@@ -1,6 +1,6 @@
 // Naive LRN reference across channels, fp64, forward and backward (see kernels/lrn/desc.h).
-//   scale[c] = k + alpha/ls * sum over the window W(c) of src[c']^2,  dst[c] = src[c] * scale[c]^-beta
-//   diff_src[c] = diff_dst[c] * scale[c]^-beta
+//   scale[c] = k + alpha/ls * sum over the window W(c) of src[c']^2,  dst[c] = src[c] *
+//   scale[c]^-beta diff_src[c] = diff_dst[c] * scale[c]^-beta
 //               - 2 alpha beta / ls * src[c] * sum over the c' whose window holds c of
 //                 diff_dst[c'] * src[c'] * scale[c']^(-beta-1)
 #pragma once

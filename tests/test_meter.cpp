@@ -28,8 +28,8 @@ void write(const fs::path& p, const std::string& s) {
 
 // A powercap tree as Linux lays it out: every zone flat in the class folder.
 fs::path fake_powercap(const std::string& tag) {
-  const fs::path root = fs::path(testing::TempDir()) /
-                        ("pb_powercap_" + tag + "_" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::path(testing::TempDir()) / ("pb_powercap_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(root);
   write(root / "intel-rapl:0" / "name", "package-0");
   write(root / "intel-rapl:0" / "energy_uj", "1000000");
@@ -49,7 +49,7 @@ TEST(MeterSmoke, RaplReadsPackageAndDramFromPowercap) {
   ASSERT_TRUE(r.available()) << r.why_not();
   EXPECT_EQ(r.zones(), "package-0,dram");  // core is inside the package: not counted twice
   const Rapl::Sample a = r.sample();
-  write(root / "intel-rapl:0" / "energy_uj", "3500000");  // +2.5 J
+  write(root / "intel-rapl:0" / "energy_uj", "3500000");   // +2.5 J
   write(root / "intel-rapl:0:1" / "energy_uj", "100000");  // wrapped: +0.8 J + 0.1 J
   double pkg = 0, dram = 0;
   r.joules(a, r.sample(), &pkg, &dram);
@@ -131,8 +131,8 @@ TEST(MeterSmoke, NetworkReportsMeasuredMemoryAndEnergy) {
 
   // A fake tree: the counters do not move, so 0 J; the figures are reported all the same.
   const fs::path root = fake_powercap("net");
-  r = test::run_cli("net tiny_mlp --reps 2 --json " + json, "PRIMBENCH_POWERCAP_ROOT=" +
-                                                              root.string());
+  r = test::run_cli("net tiny_mlp --reps 2 --json " + json,
+                    "PRIMBENCH_POWERCAP_ROOT=" + root.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("J per step"), std::string::npos) << r.out;
   std::ifstream g(json);

@@ -45,8 +45,7 @@ double cpu_seconds() {
 }
 
 double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool read_u64(const std::string& path, uint64_t* v) {
@@ -180,7 +179,8 @@ MeterResult Meter::stop(int threads) const {
   r.cpu_s = cpu_seconds() - cpu0_;
   r.utilisation = r.wall_s > 0 ? r.cpu_s / (r.wall_s * std::max(1, threads)) : 0;
   const int64_t hwm = proc_status_kb("VmHWM");
-  if (peak_reset_ && hwm >= 0 && baseline_ >= 0) r.peak_mb = std::max<int64_t>(0, hwm - baseline_) / 1e6;
+  if (peak_reset_ && hwm >= 0 && baseline_ >= 0)
+    r.peak_mb = std::max<int64_t>(0, hwm - baseline_) / 1e6;
   if (rapl().available()) {
     r.energy = true;
     rapl().joules(energy0_, rapl().sample(), &r.package_j, &r.dram_j);

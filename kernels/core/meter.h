@@ -49,11 +49,11 @@ const Rapl& rapl();
 // Measures a region: start(), the work, stop().
 struct MeterResult {
   double wall_s = 0, cpu_s = 0;
-  double utilisation = 0;     // cpu_s / (wall_s * threads): 1 when every thread was busy
+  double utilisation = 0;  // cpu_s / (wall_s * threads): 1 when every thread was busy
   // Peak resident memory during the region over the baseline, MB; -1 when the peak could not be
   // reset at start() (/proc/self/clear_refs not writable).
   double peak_mb = -1;
-  bool energy = false;        // package_j and dram_j are measured
+  bool energy = false;  // package_j and dram_j are measured
   double package_j = 0, dram_j = 0;
 };
 // Counters of a metered region of `iters` iterations, each of `flops` (0: not counted) and

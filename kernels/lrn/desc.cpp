@@ -42,8 +42,8 @@ void LrnDesc::validate() const {
     if (v < 1) fail(f, "must be >= 1, got " + std::to_string(v));
     if (v >= (int64_t(1) << 31)) fail(f, "must be < 2^31, got " + std::to_string(v));
   }
-  if (ls % 2 == 0) fail("ls", "the window must be odd (centred on the channel), got " +
-                                  std::to_string(ls));
+  if (ls % 2 == 0)
+    fail("ls", "the window must be odd (centred on the channel), got " + std::to_string(ls));
   if (!(alpha >= 0) || !std::isfinite(alpha)) fail("alpha", "must be finite and >= 0");
   if (!(beta >= 0) || !std::isfinite(beta)) fail("beta", "must be finite and >= 0");
   // The base k + alpha/ls * sum must stay positive for any input.
@@ -65,8 +65,8 @@ std::string LrnDesc::str() const {
 }
 
 bool LrnDesc::operator==(const LrnDesc& o) const {
-  return mb == o.mb && ic == o.ic && ih == o.ih && iw == o.iw && ls == o.ls &&
-         alpha == o.alpha && beta == o.beta && k == o.k && name == o.name;
+  return mb == o.mb && ic == o.ic && ih == o.ih && iw == o.iw && ls == o.ls && alpha == o.alpha &&
+         beta == o.beta && k == o.k && name == o.name;
 }
 
 }  // namespace pb

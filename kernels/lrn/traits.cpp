@@ -51,7 +51,8 @@ std::string lrn_shrink(const std::string& text, double, std::string* tag) {
 
 PrimitiveInfo lrn_primitive() {
   PrimitiveInfo info = make_primitive_info<LrnTraits>(
-      {Dir::fwd, Dir::bwd}, "mb<N>ic<C>[ih<H>iw<W>][ls<odd>][_alpha<a>][_beta<b>][_k<k>][_n\"name\"]");
+      {Dir::fwd, Dir::bwd},
+      "mb<N>ic<C>[ih<H>iw<W>][ls<odd>][_alpha<a>][_beta<b>][_k<k>][_n\"name\"]");
   info.shrink = lrn_shrink;
   return info;
 }

@@ -131,6 +131,7 @@ struct PrimCall : Call {
         mode != kDevice && !out.empty() && out[0]->size())
       (*const_cast<Tensor*>(out[0]))[0] += 1.0f;
   }
+  std::vector<const Tensor*> outputs() const override { return out; }
   size_t bytes() const override {
     size_t b = impl->workspace_bytes();
     for (const Tensor* t : out) b += t->bytes();
@@ -419,15 +420,10 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
 }
 
 // The fused plan folded the weights it was planned with: after params() handed them out for
-// changes, it is planned again from the composed calls (untimed, before the next step).
+// changes, it is planned again (untimed, before the next step).
 void Executor::Impl::refuse_if_weights_changed() {
 #ifdef PRIMBENCH_HAVE_ONEDNN
   if (fused_version < 0 || fused_version == weights_version) return;
-  std::unique_ptr<Call> loss;
-  if (net.has_loss()) loss = std::move(calls.back());
-  calls = std::move(retired);
-  retired.clear();
-  if (loss) calls.push_back(std::move(loss));
   std::string why;
   if (!fuse_onednn(&why)) throw RuntimeError("oneDNN fused plan could not be made again: " + why);
   fused_version = weights_version;
@@ -525,6 +521,7 @@ size_t Executor::baseline_device_bytes() const {
 size_t Executor::planned_bytes() const {
   size_t b = p_->labels.bytes();
   for (const auto& c : p_->calls) b += c->bytes();
+  for (const auto& c : p_->retired) b += c->bytes();
   for (const auto& s : p_->st)
     for (const Tensor* t :
          {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar, &s.r, &s.h0, &s.c0,

@@ -21,6 +21,9 @@ struct Call {
   virtual ~Call() = default;
   virtual void run() = 0;
   virtual size_t bytes() const { return 0; }  // outputs and workspaces it holds
+  // The host tensors it writes (a primitive call's outputs); none for the executor's own steps,
+  // whose tensors the executor owns.
+  virtual std::vector<const Tensor*> outputs() const { return {}; }
 };
 
 struct Executor::Impl {
@@ -123,8 +126,10 @@ struct Executor::Impl {
   // primitives in their own layouts, with fused post-ops in inference (vendor/onednn_fused.cpp).
   // False, with *why, when a layer has no fused form (the composed calls stay).
   bool fuse_onednn(std::string* why);
-  std::vector<std::unique_ptr<Call>> retired;  // composed calls a fused plan replaced
-  std::string composition = "composed";        // "fused ...", or "composed" and why
+  // Composed calls a fused plan replaced but whose outputs it still uses (the loss layer's
+  // input; training: the weight gradients the SGD update reads); the others are freed.
+  std::vector<std::unique_ptr<Call>> retired;
+  std::string composition = "composed";  // "fused ...", or "composed" and why
   int reorders = -1;        // layout conversions per step of a fused plan (-1: not counted)
   int weight_reorders = 0;  // of them, of weights or weight gradients (training)
   int fused_version = -1;   // weights_version the fused plan was made with (-1: not fused)

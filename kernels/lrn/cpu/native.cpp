@@ -34,7 +34,7 @@ class LrnCpuNative : public HostLrn {
 #pragma omp simd
         for (int64_t p = 0; p < hw; ++p) {
           const float r = 1.0f / std::sqrt(k + a * out[p]);  // s^-1/2
-          out[p] = r * std::sqrt(r);                          // s^-3/4
+          out[p] = r * std::sqrt(r);                         // s^-3/4
         }
       } else {
         for (int64_t p = 0; p < hw; ++p) out[p] = std::pow(k + a * out[p], nb);
@@ -93,7 +93,9 @@ class LrnCpuNative : public HostLrn {
       for (int64_t p = 0; p < hw; ++p) dx[p] = gp[p] * s[p] - coef * xp[p] * dx[p];
     }
   }
-  size_t workspace_bytes() const override { return ws_.bytes(); }
+  size_t workspace_bytes() const override {
+    return ws_.bytes();
+  }
 
  protected:
   void prepare_more() override {

@@ -24,7 +24,7 @@ class LrnOclNative : public LrnImpl {
     d_ = d;
     dir_ = dir;
     cl_program prog = build_.load("lrn/native.cl", "-DHALF=" + std::to_string(d.half()) +
-                                                        (d.beta == 0.75 ? " -DBETA075" : ""));
+                                                       (d.beta == 0.75 ? " -DBETA075" : ""));
     src_ = inputs_.get(0, *in[0]);
     out_ = ocl::Buffer(in[0]->bytes());
     const float a = static_cast<float>(d.alpha / d.ls), k = static_cast<float>(d.k),

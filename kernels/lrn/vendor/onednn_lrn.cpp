@@ -84,8 +84,8 @@ class LrnOnednn : public HostLrn {
         ws_ = memory(fpd.workspace_desc(), eng);
         fwd_args_[DNNL_ARG_WORKSPACE] = ws_;
       }
-      dnnl::lrn_backward::primitive_desc bpd(
-          dnnl::lrn_backward::desc(alg, md, md, d.ls, a, b, k), eng, fpd);
+      dnnl::lrn_backward::primitive_desc bpd(dnnl::lrn_backward::desc(alg, md, md, d.ls, a, b, k),
+                                             eng, fpd);
       prim_ = dnnl::lrn_backward(bpd);
       args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, input(dy_)}, {DNNL_ARG_DIFF_SRC, out}};
       if (ws_) args_[DNNL_ARG_WORKSPACE] = ws_;

@@ -14,6 +14,7 @@
 // Executor::Impl::fuse_onednn.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -920,18 +921,29 @@ bool Executor::Impl::fuse_onednn(std::string* why) {
     std::vector<std::unique_ptr<Call>> fused = f.plan(why);
     if (fused.empty()) return false;
     // Every composed call but the loss's (training: and the SGD updates, which read the host
-    // gradients the fused backward writes) is replaced; they stay alive (their outputs hold the
-    // loss layer's input, the host views of intermediate values and the weight gradients).
+    // gradients the fused backward writes) is replaced. Those whose outputs the fused plan
+    // writes or reads stay alive: the loss layer's input, and in training the weight gradients;
+    // the others (every intermediate activation and workspace) are freed. A plan made again
+    // (new weights) replaces the previous fused calls likewise.
+    std::unordered_set<const Tensor*> used;
+    const size_t out_layer = net.has_loss() ? net.layers.back().inputs[0] : net.layers.size() - 1;
+    used.insert(st[out_layer].act);
+    if (opt.train)
+      for (const State& s : st)
+        for (const Tensor* t : {s.dw, s.db, s.dscale, s.dshift, s.dr}) used.insert(t);
     std::vector<std::unique_ptr<Call>> loss, sgd;
     const std::string loss_layer = net.has_loss() ? net.layers.back().name : "";
     for (auto& c : calls) {
+      const std::vector<const Tensor*> outs = c->outputs();
       if (c->info.layer == loss_layer)
         loss.push_back(std::move(c));
       else if (opt.train && c->info.phase == "sgd")
         sgd.push_back(std::move(c));
-      else
+      else if (std::any_of(outs.begin(), outs.end(),
+                           [&](const Tensor* t) { return used.count(t); }))
         retired.push_back(std::move(c));
     }
+    calls.clear();  // the rest are freed here
     calls = std::move(fused);
     for (auto& c : loss) calls.push_back(std::move(c));
     for (auto& c : f.take_backward()) calls.push_back(std::move(c));
