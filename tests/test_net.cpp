@@ -130,6 +130,15 @@ TEST(NetSmoke, BrokenNetworksNameTheLayerAndField) {
   const std::string two = head + "a conv mb2ic3ih8oc4kh1\nb conv mb2ic3ih8oc6kh3sh2ph1 < data\n";
   EXPECT_NE(load_error(two + "c concat < a,b\n").find("layer c: input"), std::string::npos);
   EXPECT_NE(load_error(head + "c concat < data\n").find("2 or more"), std::string::npos);
+  // dropout: a probability in [0, 1); lrn: its descriptor's fields, and its input's shape.
+  EXPECT_NE(load_error(head + "d dropout p1\n").find("layer d: p"), std::string::npos);
+  EXPECT_NE(load_error(head + "d dropout\n").find("layer d: dropout"), std::string::npos);
+  EXPECT_NE(load_error(head + "n lrn mb2ic3ih8ls4\n").find("layer n: lrn descriptor field ls"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + "n lrn mb2ic4ih8\n").find("layer n: ic"), std::string::npos);
+  EXPECT_EQ(load_error(head + "n lrn mb2ic3ih8_k2\nd dropout p0.5\np pool mb2ic3ih8kh8_avgp\n"
+                              "f fc oc3\nl loss xent_mb2ic3\n"),
+            "");
   EXPECT_EQ(load_error(head + "a conv mb2ic3ih8oc4kh1\nc concat < a,data\n"
                               "p pool mb2ic7ih8kh8_avgp\nf fc oc3\nl loss xent_mb2ic3\n"),
             "");
