@@ -52,6 +52,7 @@ struct Executor::Impl {
     Tensor zeros, zeros_w, zeros_d;      // fc: the GEMMs' C inputs (beta 0)
     std::vector<Tensor> parts;           // concat: its inputs' gradients (slices of its own)
     Tensor dx;                           // dropout: its input's gradient
+    uint64_t drop_seed = 0;              // dropout: the seed of its masks (with the step)
   };
   std::vector<State> st;
   Tensor labels;

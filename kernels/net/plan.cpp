@@ -147,7 +147,8 @@ void Executor::Impl::plan_forward(size_t l) {
         break;
       }
       s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
-      const uint64_t dseed = mix_seed(seed, 3);
+      s.drop_seed = mix_seed(seed, 3);  // the backward draws the same mask from it
+      const uint64_t dseed = s.drop_seed;
       const uint64_t* step = &steps_run;
       add_native(
           L.name, "fwd",
@@ -298,7 +299,7 @@ void Executor::Impl::plan_backward(size_t l) {
       if (!need_dx) break;
       // The same mask as the step's forward (the same seed, step and elements).
       s.dx = Tensor({mb, L.out.c, L.out.h, L.out.w});
-      const uint64_t dseed = mix_seed(mix_seed(opt.seed, l), 3);
+      const uint64_t dseed = s.drop_seed;
       const uint64_t* step = &steps_run;
       add_native(
           L.name, "bwd",

@@ -187,11 +187,12 @@ std::string table(const NetResult& r) {
   std::snprintf(buf, sizeof buf, ", CPU utilisation %.0f%% of %d thread(s)",
                 100 * r.meter.utilisation, threads());
   measured += buf;
-  if (r.meter.energy) {
-    const double j = (r.meter.package_j + r.meter.dram_j) / std::max(1, r.metered_steps);
-    std::snprintf(buf, sizeof buf, ", %.1f W, %.2f J per step, %.2f items/J",
-                  j * r.metered_steps / std::max(1e-9, r.meter.wall_s), j,
-                  j > 0 ? r.batch / j : 0.0);
+  if (r.meter.energy) {  // the figures the counters and --json carry
+    std::map<std::string, double> c;
+    for (const auto& [k, v] : meter_counters(r.meter, r.metered_steps, r.step_flops, r.batch))
+      c[k] = v;
+    std::snprintf(buf, sizeof buf, ", %.1f W, %.2f J per step, %.2f items/J", c["watts"],
+                  c["J_per_iter"], c["items_per_J"]);
     measured += buf;
   } else {
     measured += ", energy: " + rapl().why_not();
