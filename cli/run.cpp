@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
+#include "kernels/core/grammar.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/problem.h"
@@ -164,13 +165,16 @@ int cmd_run(int argc, char** argv) {
   }
   if (!save.empty()) make_dir(save);
 
-  const double peak = machine_info().peak_flops;
+  // A reduced data type's peak: the fp32 probe times the type's ideal rate (dtype.h).
+  const double peak = machine_info().peak_flops * p->peak_scale();
+  const std::string peak_how =
+      p->peak_scale() == 1 ? "" : " = " + number_str(p->peak_scale()) + " x fp32 FMA";
   if (!json)
     std::printf(
-        "%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s, timing %s, %s "
+        "%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s%s, timing %s, %s "
         "cache)\n",
         p->prim().c_str(), p->desc_str().c_str(), dir_str(dir).c_str(), p->flops() / 1e9,
-        p->bytes() / 1e6, threads(), peak / 1e9, timing_str(timing).c_str(),
+        p->bytes() / 1e6, threads(), peak / 1e9, peak_how.c_str(), timing_str(timing).c_str(),
         cache_str(cache).c_str());
   int ran = 0, failed = 0, unsupported = 0;
   std::string context;  // the JSON rows' "context" (environment_json())

@@ -1,7 +1,10 @@
 // Descriptor grammar: round trips, derived fields, and malformed strings naming the bad token.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels/bnorm/desc.h"
+#include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 #include "kernels/core/grammar.h"
 #include "kernels/gemm/desc.h"
@@ -12,7 +15,9 @@ namespace {
 TEST(DescriptorSmoke, GemmRoundTrip) {
   for (const char* s : {"m1760n128k1760_tn", "m1n1k1", "m7n33k257_nt", "m5n6k7_tt", "m3n4k5",
                         "m64n32k16_tn_alpha0.5_beta0", "m8n8k8alpha-1.5lda16ldb9ldc10",
-                        "m2048n26752k64_nt_n\"h1_bwd_w_b64\"", "m9n9k9n\"a:b c\""}) {
+                        "m2048n26752k64_nt_n\"h1_bwd_w_b64\"", "m9n9k9n\"a:b c\"", "m4n5k6_dt=bf16",
+                        "m4n5k6_tn_dt=bf16:bf16n\"x\"", "m4n5k6dt=u8s8:s8_beta0", "m4dt=f16:f16",
+                        "m4dt=f32", "m4dt=u8s8:f32"}) {
     GemmDesc d = GemmDesc::parse(s);
     EXPECT_EQ(GemmDesc::parse(d.str()), d) << s << " -> " << d.str();
   }
@@ -65,6 +70,49 @@ TEST(DescriptorSmoke, GemmMalformed) {
   expect_bad("m2000000000n2000000000k2000000000", "MB");  // does not fit in memory
   expect_bad("m4.5", "integer");
   expect_bad("m4n4k4alpha", "alpha");
+  expect_bad("m4dt=bf8", "field dt");
+  expect_bad("m4dt=bf16:s8", "field dt");
+  expect_bad("m4dt=u8s8:bf16", "field dt");
+  expect_bad("m4dt=bf16:", "field dt");
+  expect_bad("m4dt=", "'='");
+  expect_bad("m4dt=bf16_dt=f32", "twice");
+  expect_bad("m4dt=bf16beta0", "field dt");  // the word runs to the next _
+}
+
+TEST(DescriptorSmoke, GemmDataType) {
+  GemmDesc d = GemmDesc::parse("m8n4k2_dt=u8s8:s8");
+  EXPECT_EQ(d.dt.in, DataType::u8s8);
+  EXPECT_EQ(d.dt.out, DataType::out_s8);
+  EXPECT_EQ(d.str(), "m8n4k2dt=u8s8:s8");
+  EXPECT_EQ(d.bytes(), 8 * 2 + 2 * 4 + 2.0 * 8 * 4);       // s8 A and B, s8 C read and written
+  EXPECT_EQ(GemmDesc::parse("m4dt=f32").str(), "m4n4k4");  // the default is not printed
+  EXPECT_EQ(GemmDesc::parse("m4dt=bf16:f32").dt, GemmDesc::parse("m4dt=bf16").dt);
+  EXPECT_FALSE(GemmDesc::parse("m4dt=bf16") == GemmDesc::parse("m4dt=bf16:bf16"));
+}
+
+// bf16 and f16 round to nearest even, keep signed zeros, saturate (f16) to infinity, and f16
+// has subnormals; s8 outputs round to nearest even and saturate.
+TEST(DescriptorSmoke, DataTypeConversions) {
+  EXPECT_EQ(to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);               // a tie: down to even
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);  // tie: up to even
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.5f / 256)), 1.0f + 2.0f / 256);  // above the tie
+  EXPECT_EQ(to_bf16(-0.0f), 0x8000);
+  EXPECT_EQ(to_f16(1.0f), 0x3C00);
+  EXPECT_EQ(to_f16(65504.0f), 0x7BFF);
+  EXPECT_EQ(to_f16(65519.0f), 0x7BFF);
+  EXPECT_EQ(to_f16(65520.0f), 0x7C00);  // rounds up to infinity
+  EXPECT_EQ(to_f16(-2.0f), 0xC000);
+  EXPECT_EQ(to_f16(5.9604645e-08f), 0x0001);  // the smallest subnormal, 2^-24
+  EXPECT_EQ(from_f16(0x0001), 5.9604645e-08f);
+  EXPECT_EQ(from_f16(to_f16(2049.0f)), 2048.0f);  // tie to even
+  EXPECT_EQ(from_f16(to_f16(2051.0f)), 2052.0f);
+  for (float v : {0.1f, -3.3f, 1000.7f, 1e-5f, 6.1e-5f})
+    EXPECT_NEAR(from_f16(to_f16(v)), v, std::fabs(v) * 0x1p-11 + 0x1p-25) << v;
+  EXPECT_EQ(convert_output(2.5, DataType::out_s8), 2);
+  EXPECT_EQ(convert_output(-3.5, DataType::out_s8), -4);
+  EXPECT_EQ(convert_output(300.2, DataType::out_s8), 127);
+  EXPECT_EQ(convert_output(-1e9, DataType::out_s8), -128);
 }
 
 TEST(DescriptorSmoke, TokenizerPositions) {

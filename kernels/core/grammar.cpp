@@ -33,7 +33,15 @@ std::vector<Token> tokenize(const std::string& text, const std::string& what) {
     Token t;
     t.pos = i;
     while (i < n && std::isalpha(static_cast<unsigned char>(text[i]))) t.key += text[i++];
-    if (i < n && text[i] == '"') {
+    if (i < n && text[i] == '=') {  // key=value: a word such as dt=bf16 or dt=u8s8:s8
+      const size_t start = ++i;
+      while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == ':')) ++i;
+      // A quoted name may follow without '_' (dt=bf16n"x"): its key n is not part of the word.
+      if (i < n && text[i] == '"' && i > start + 1 && text[i - 1] == 'n') --i;
+      if (i == start) bad(what, text, start - 1, "expected a value after '='");
+      t.kind = Token::kString;
+      t.sval = text.substr(start, i - start);
+    } else if (i < n && text[i] == '"') {
       size_t end = text.find('"', i + 1);
       if (end == std::string::npos) bad(what, text, i, "unterminated quoted name");
       t.kind = Token::kString;
@@ -90,7 +98,10 @@ void FieldReader::read() {
       if (seen[k]) fail(k, "given twice in '" + text_ + "'");
       seen[k] = true;
     };
-    if (t.kind == Token::kString) {
+    if (t.kind == Token::kString && strings_.count(t.key)) {
+      dup(t.key);
+      strings_[t.key] = t.sval;
+    } else if (t.kind == Token::kString) {
       if (t.key != "n") fail(t.key, "only n\"...\" takes a quoted name, got '" + t.text + "'");
       dup("name");
       name_ = t.sval;
@@ -132,6 +143,11 @@ int64_t FieldReader::get(const std::string& key, int64_t fallback) const {
 double FieldReader::number(const std::string& key, double fallback) const {
   auto d = numbers_.find(key);
   return d == numbers_.end() ? fallback : d->second.value_or(fallback);
+}
+
+std::string FieldReader::string(const std::string& key, const std::string& fallback) const {
+  auto s = strings_.find(key);
+  return s == strings_.end() ? fallback : s->second.value_or(fallback);
 }
 
 bool FieldReader::flag(const std::string& flag) const {

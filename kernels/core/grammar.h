@@ -9,8 +9,9 @@
 
 namespace pb {
 
-// One token of a descriptor: `mb16` (key "mb", integer), `a0.5` (number), `n"resnet:c1"`
-// (string), or a bare word such as `_tn` / `max` (flag). `_` separates tokens and is optional.
+// One token of a descriptor: `mb16` (key "mb", integer), `a0.5` (number), `n"resnet:c1"` or
+// `dt=bf16` (string: quoted, or a word of letters, digits and ':' after '='), or a bare word such
+// as `_tn` / `max` (flag). `_` separates tokens and is optional.
 struct Token {
   enum Kind { kInt, kNumber, kString, kFlag } kind;
   std::string key;
@@ -35,12 +36,15 @@ class FieldReader {
   void allow_int(const std::string& key) { ints_[key] = std::nullopt; }
   void allow_number(const std::string& key) { numbers_[key] = std::nullopt; }
   void allow_flag(const std::string& flag) { flags_[flag] = false; }
+  // A word-valued field written key=value (dt=bf16).
+  void allow_string(const std::string& key) { strings_[key] = std::nullopt; }
   // Consumes every token; the name is the `n"..."` string.
   void read();
   bool has(const std::string& key) const;
   int64_t get(const std::string& key, int64_t fallback) const;
   double number(const std::string& key, double fallback) const;
   bool flag(const std::string& flag) const;
+  std::string string(const std::string& key, const std::string& fallback) const;
   const std::string& name() const { return name_; }
   // Throws InputError("<what> field <key>", message): for validate() checks.
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
@@ -50,6 +54,7 @@ class FieldReader {
   std::map<std::string, std::optional<int64_t>> ints_;
   std::map<std::string, std::optional<double>> numbers_;
   std::map<std::string, bool> flags_;
+  std::map<std::string, std::optional<std::string>> strings_;
 };
 
 // `n"name"` when the name is non-empty, else "".

@@ -68,8 +68,11 @@ class Problem {
   virtual std::string desc_str() const = 0;  // round-trips through the primitive's parse()
   virtual std::string name() const = 0;      // the n"..." name, may be empty
   virtual Dir dir() const = 0;
-  virtual double flops() const = 0;        // useful FLOPs (direct-algorithm count)
-  virtual double bytes() const = 0;        // bytes that must move: inputs read + outputs written
+  virtual double flops() const = 0;  // useful FLOPs (direct-algorithm count)
+  virtual double bytes() const = 0;  // bytes that must move: inputs read + outputs written
+  // The data type's ideal rate over fp32 FMA here (dtype.h's peak_scale; 1 for f32): peak
+  // percentages are of the fp32 peak times this.
+  virtual double peak_scale() const { return 1; }
   virtual std::string layout() const = 0;  // how to read the tensors (for --save)
   // Registry names, in registry order.
   virtual std::vector<std::string> impls() const = 0;

@@ -22,6 +22,21 @@ const std::vector<Row> kTable = {
     {"gemm", "*", 0, 2e-5,
      "integer inputs with |partial sums| < 2^24 are exact in fp32 in any summation order; "
      "arbitrary data: fp32 accumulation error ~ sqrt(K)*eps"},
+    // Reduced types (dt=, kernels/core/dtype.h): the inputs are values of the type, so their
+    // rounding is part of the problem, not an error; the reference sums them in fp64 and applies
+    // the output conversion the implementation applies.
+    {"gemm:bf16", "*", 0, 4e-3,
+     "bf16 products are exact in fp32 (8-bit significands): integer inputs with |partial sums| "
+     "< 2^24 are exact in any order, and a bf16 output rounds the same exact value; arbitrary "
+     "data: fp32 accumulation ~sqrt(K)*eps, and with a bf16 output a sum that lands within that "
+     "error of a rounding boundary rounds the other way: one bf16 ulp (2^-8 relative) on those "
+     "elements, far fewer than all, so 4e-3 normwise (f32 output: the gemm row's 2e-5 would do)"},
+    {"gemm:f16", "*", 0, 1e-3,
+     "f16 products are exact in fp32 (11-bit significands); integer inputs as bf16; arbitrary "
+     "data: fp32 accumulation, and an f16 output one ulp (2^-11) on elements near a boundary"},
+    {"gemm:u8s8", "*", 0, 0,
+     "int32 accumulation is exact; the scales are powers of two (GemmTraits), so the scaled sum "
+     "is exact in fp32 and the s8 rounding (to nearest even, saturated) is the reference's"},
     {"net", "*", 1e-4, 1e-4,
      "a network's output (or a weight gradient) goes through every layer: the fp32 rounding "
      "of ~30 layers (2e-5 each for Winograd and FFT) adds up, and batch-norm's division by the "

@@ -14,6 +14,7 @@ GemmDesc GemmDesc::parse(const std::string& text) {
   for (const char* f : {"m", "n", "k", "lda", "ldb", "ldc"}) r.allow_int(f);
   for (const char* f : {"alpha", "beta"}) r.allow_number(f);
   for (const char* f : {"nn", "nt", "tn", "tt"}) r.allow_flag(f);
+  r.allow_string("dt");
   r.read();
   GemmDesc d;
   if (!r.has("m")) r.fail("m", "missing in '" + text + "' (example: m1760n128k1760_tn)");
@@ -29,6 +30,7 @@ GemmDesc GemmDesc::parse(const std::string& text) {
   d.lda = r.get("lda", 0);
   d.ldb = r.get("ldb", 0);
   d.ldc = r.get("ldc", 0);
+  d.dt = DataType::parse(r.string("dt", "f32"), "gemm descriptor field dt");
   d.name = r.name();
   d.validate();
   if (d.lda == 0) d.lda = d.min_lda();
@@ -66,7 +68,9 @@ void GemmDesc::validate() const {
   double total = count("lda", lda ? lda : min_lda(), a_cols()) +
                  count("ldb", ldb ? ldb : min_ldb(), b_cols()) +
                  count("ldc", ldc ? ldc : min_ldc(), n);
-  check_fits_in_memory(4.0 * total, "gemm descriptor (m, n, k)");
+  // fp32 tensors, and the typed copies an implementation of a reduced type converts them into.
+  check_fits_in_memory((4.0 + (dt.is_f32() ? 0.0 : dt.in_bytes())) * total,
+                       "gemm descriptor (m, n, k)");
 }
 
 std::string GemmDesc::str() const {
@@ -80,13 +84,15 @@ std::string GemmDesc::str() const {
   if (lda != min_lda()) add("lda" + std::to_string(lda));
   if (ldb != min_ldb()) add("ldb" + std::to_string(ldb));
   if (ldc != min_ldc()) add("ldc" + std::to_string(ldc));
+  if (dt != DataType()) add("dt=" + dt.str()), sep = "_";  // the word ends at '_'
   if (!name.empty()) add(name_token(name));
   return s;
 }
 
 bool GemmDesc::operator==(const GemmDesc& o) const {
   return m == o.m && n == o.n && k == o.k && ta == o.ta && tb == o.tb && alpha == o.alpha &&
-         beta == o.beta && lda == o.lda && ldb == o.ldb && ldc == o.ldc && name == o.name;
+         beta == o.beta && lda == o.lda && ldb == o.ldb && ldc == o.ldc && dt == o.dt &&
+         name == o.name;
 }
 
 }  // namespace pb

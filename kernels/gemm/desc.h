@@ -1,11 +1,17 @@
 // GEMM problem descriptor:
-// m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda..ldb..ldc..]n"name". Column-major, BLAS
-// semantics: C(MxN) = alpha * op(A) * op(B) + beta * C.
+// m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda..ldb..ldc..][dt=<type>]n"name".
+// Column-major, BLAS semantics: C(MxN) = alpha * op(A) * op(B) + beta * C.
+// dt (kernels/core/dtype.h): f32 (default); bf16, f16 (fp32 accumulation; output f32 or, with
+// :bf16 / :f16, the input type); u8s8: A holds the s8 weights with one scale per row of C
+// (output channel), B the u8 source with a per-tensor scale and zero point; int32 accumulation,
+// C = alpha * a_scale[i] * b_scale * sum(A * (B - b_zero)) + beta * C, in f32 or, with :s8,
+// as s8 in units of c_scale (rounded to nearest even, saturated).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "kernels/core/dtype.h"
 #include "kernels/core/impl.h"
 
 namespace pb {
@@ -15,6 +21,7 @@ struct GemmDesc {
   bool ta = false, tb = false;        // op(A) = A^T, op(B) = B^T
   double alpha = 1, beta = 1;         // DeepBench's defaults: no work is elided
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0 in the text means minimal; parse() fills them in
+  DataType dt;
   std::string name;
 
   static GemmDesc parse(const std::string& text);  // throws InputError naming the token/field
@@ -36,9 +43,9 @@ struct GemmDesc {
   std::string trans_str() const { return std::string(ta ? "t" : "n") + (tb ? "t" : "n"); }
 
   double flops(Dir = Dir::fwd) const { return 2.0 * m * n * k; }
-  // A and B read once, C read (beta != 0) and written.
+  // A and B read once in their type, C read (beta != 0) and written in the output type.
   double bytes(Dir = Dir::fwd) const {
-    return 4.0 * (m * k + k * n + (beta != 0 ? 2.0 : 1.0) * m * n);
+    return dt.in_bytes() * (m * k + k * n) + dt.out_bytes() * (beta != 0 ? 2.0 : 1.0) * m * n;
   }
 };
 

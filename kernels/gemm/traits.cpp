@@ -1,6 +1,7 @@
 // GEMM traits: integer-valued seeded inputs and the fp64 reference hook-up.
 #include "kernels/gemm/traits.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/core/fill.h"
@@ -22,8 +23,38 @@ std::vector<NamedTensor> GemmTraits::make_inputs(const GemmDesc& d, Dir, uint64_
   v.push_back({"A", Tensor({d.a_cols(), d.lda})});
   v.push_back({"B", Tensor({d.b_cols(), d.ldb})});
   v.push_back({"C", Tensor({d.n, d.ldc})});
-  int range = exact_int_range(static_cast<double>(d.k) + 16.0);
+  // Integers exact in the input type whose sums stay exact in fp32 (f32, bf16, f16: at most 4;
+  // u8s8: up to 127, the weights in [-r, r], the source in [0, 2r] around its zero point r).
+  const DataType dt = d.dt;
+  const int cap = dt.integer() ? 127 : 4;
+  int range = exact_int_range(static_cast<double>(d.k) + 16.0, cap);
+  // An f16 output holds magnitudes up to 65504: keep k * r^2 below 2^15.
+  while (dt.out == DataType::out_f16 && range > 1 && d.k * double(range) * range >= 32768) --range;
   for (size_t i = 0; i < v.size(); ++i) fill_int(v[i].tensor, mix_seed(seed, i), range);
+  if (dt.integer()) {
+    Tensor& b = v[1].tensor;
+    for (int64_t i = 0; i < b.size(); ++i) b[i] += static_cast<float>(range);  // u8 in [0, 2r]
+    // Scales are powers of two, so scaled integer sums stay exact in fp32 (integer types compare
+    // exactly); the per-row weight scales differ so that a kernel applying the wrong row's
+    // scale fails.
+    Tensor a_scale({d.m}), b_scale({1}), b_zero({1}), c_scale({1});
+    for (int64_t i = 0; i < d.m; ++i) a_scale[i] = std::ldexp(1.0f, -static_cast<int>(i % 3));
+    b_scale[0] = 0.5f;
+    b_zero[0] = static_cast<float>(range);
+    // s8 output: C in units of c_scale, about sqrt(k) * r^2 / 8 per unit, so that typical sums
+    // land inside [-128, 127] and the tails saturate.
+    c_scale[0] = 1.0f;
+    if (dt.out == DataType::out_s8) {
+      const double typical = std::sqrt(static_cast<double>(d.k)) * range * range / 8.0;
+      c_scale[0] =
+          std::ldexp(1.0f, std::max(0, static_cast<int>(std::ceil(std::log2(typical))) - 5));
+      // C (read when beta != 0) holds s8 values already: integers in [-r, r], r <= 127.
+    }
+    v.push_back({"a_scale", std::move(a_scale)});
+    v.push_back({"b_scale", std::move(b_scale)});
+    v.push_back({"b_zero", std::move(b_zero)});
+    v.push_back({"c_scale", std::move(c_scale)});
+  }
   return v;
 }
 
@@ -42,13 +73,13 @@ std::string GemmTraits::layout(const GemmDesc& d, Dir) {
 std::vector<Tensor64> GemmTraits::reference(const GemmDesc& d, Dir,
                                             const std::vector<const Tensor*>& in) {
   std::vector<Tensor64> out;
-  out.push_back(ref::gemm(d, *in[0], *in[1], *in[2]));
+  out.push_back(ref::gemm(d, in));
   return out;
 }
 
 double GemmTraits::reference_at(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in,
                                 size_t, int64_t index) {
-  return ref::gemm_at(d, *in[0], *in[1], *in[2], index % d.ldc, index / d.ldc);
+  return ref::gemm_at(d, in, index % d.ldc, index / d.ldc);
 }
 
 namespace {
@@ -74,8 +105,11 @@ std::string gemm_shrink(const std::string& text, double max_flops, std::string* 
 }  // namespace
 
 PrimitiveInfo gemm_primitive() {
-  PrimitiveInfo info = make_primitive_info<GemmTraits>(
-      {Dir::fwd}, "m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda<>ldb<>ldc<>][n\"name\"]");
+  PrimitiveInfo info =
+      make_primitive_info<GemmTraits>({Dir::fwd},
+                                      "m<M>n<N>k<K>[_nn|_nt|_tn|_tt][alpha<a>][beta<b>][lda<>ldb<>"
+                                      "ldc<>][dt=f32|bf16[:bf16]|f16[:f16]|"
+                                      "u8s8[:s8]][n\"name\"]");
   info.shrink = gemm_shrink;
   return info;
 }

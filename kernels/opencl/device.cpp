@@ -158,6 +158,8 @@ struct Runtime {
                     info.max_work_item_sizes, nullptr);
     info.fp64 = device_value<cl_device_fp_config>(device, CL_DEVICE_DOUBLE_FP_CONFIG) != 0 &&
                 !fp64_forced_off();
+    info.fp16 =
+        device_string(device, CL_DEVICE_EXTENSIONS).find("cl_khr_fp16") != std::string::npos;
   }
 };
 

@@ -30,6 +30,7 @@ struct DeviceInfo {
   cl_ulong local_mem_size = 0, global_mem_size = 0;
   cl_ulong max_mem_alloc_size = 0;  // CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer
   bool fp64 = false;  // CL_DEVICE_DOUBLE_FP_CONFIG is not empty, and not PRIMBENCH_OCL_FP64=0
+  bool fp16 = false;  // the device lists cl_khr_fp16
 };
 
 // The chosen device (the first GPU, else the first device; PRIMBENCH_OPENCL_DEVICE picks one by

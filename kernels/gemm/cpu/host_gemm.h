@@ -1,6 +1,9 @@
-// Shared base of the host-memory GEMM implementations: keeps A, B and a private copy of C.
+// Shared base of the host-memory GEMM implementations: keeps A, B and a private copy of C, and
+// for a reduced data type (desc.h's dt) their copies in that type.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/gemm/gemm.h"
@@ -9,29 +12,51 @@ namespace pb {
 
 class HostGemm : public GemmImpl {
  public:
-  Support supports(const GemmDesc&, Dir dir) const override {
-    return dir == Dir::fwd ? Support::yes() : Support::no("gemm runs fwd only");
+  Support supports(const GemmDesc& d, Dir dir) const override {
+    if (dir != Dir::fwd) return Support::no("gemm runs fwd only");
+    if (!d.dt.is_f32()) {
+      const std::string why = dt_unsupported(d);
+      if (!why.empty()) return Support::no(why);
+    }
+    return Support::yes();
   }
   void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
     d_ = d;
     a_ = in[0];
     b_ = in[1];
     c_ = in[2]->clone();
+    if (!d.dt.is_f32()) typed_inputs(in);
     prepare_more();
   }
-  const Tensor* output_view(size_t i) const override { return i == 0 ? &c_ : nullptr; }
-  std::vector<Tensor> result() override {
-    std::vector<Tensor> out;
-    out.push_back(c_.clone());
-    return out;
+  // An output of a reduced type lives in the typed copy: no fp32 view of it.
+  const Tensor* output_view(size_t i) const override {
+    return i == 0 && d_.dt.out == DataType::out_f32 ? &c_ : nullptr;
   }
+  std::vector<Tensor> result() override;
 
  protected:
+  // Why this implementation does not run d's data type ("" when it does); called for dt != f32.
+  virtual std::string dt_unsupported(const GemmDesc&) const { return name() + " runs dt=f32 only"; }
   virtual void prepare_more() {}
+  // The typed copies (dt != f32): A as bf16/f16 (uint16_t) or s8, B as bf16/f16 or u8, C as the
+  // output type (fp32 outputs stay in c_); u8s8's quantisation parameters.
+  const void* a_typed() const { return ta_.data(); }
+  const void* b_typed() const { return tb_.data(); }
+  void* c_out() {
+    return d_.dt.out == DataType::out_f32 ? static_cast<void*>(c_.data()) : tc_.data();
+  }
+  std::vector<float> a_scale_;
+  float b_scale_ = 1, c_scale_ = 1;
+  int32_t b_zero_ = 0;
+
   GemmDesc d_;
   const Tensor* a_ = nullptr;
   const Tensor* b_ = nullptr;
   Tensor c_;
+
+ private:
+  void typed_inputs(const std::vector<const Tensor*>& in);
+  std::vector<uint8_t> ta_, tb_, tc_;
 };
 
 // C = alpha*op(A)*op(B) + beta*C through the chosen SGEMM library (sgemm.h: PRIMBENCH_SGEMM)

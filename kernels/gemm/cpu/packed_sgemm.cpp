@@ -458,6 +458,11 @@ SgemmBlocking sgemm_packed_blocking() {
   return {c.isa, c.mr, c.nr, c.kc, c.mc, c.nc};
 }
 
+void transpose_words(const void* src, int64_t ss, int rows, int64_t cols, void* dst, int64_t ds) {
+  // The 8 x 8 blocks move words through float registers, which keep every bit pattern.
+  transpose_copy(static_cast<const float*>(src), ss, rows, cols, static_cast<float*>(dst), ds);
+}
+
 std::string sgemm_packed_config() {
   const Config& c = config();
   return std::string(c.isa) + " " + std::to_string(c.mr) + "x" + std::to_string(c.nr) + ", kc " +

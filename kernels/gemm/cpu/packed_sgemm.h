@@ -22,6 +22,10 @@ struct SgemmBlocking {
   int64_t kc = 0, mc = 0, nc = 0;
 };
 SgemmBlocking sgemm_packed_blocking();
+// The transposing copy both packs use, for any 4-byte elements (the reduced-precision GEMM moves
+// bf16 pairs and byte quadruples as words): dst[p * ds + r] = src[r * ss + p], r < rows,
+// p < cols, strides in elements.
+void transpose_words(const void* src, int64_t ss, int rows, int64_t cols, void* dst, int64_t ds);
 std::string sgemm_packed_config();
 
 }  // namespace pb

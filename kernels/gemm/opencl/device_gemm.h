@@ -12,8 +12,10 @@ namespace pb {
 
 class DeviceGemm : public GemmImpl {
  public:
-  Support supports(const GemmDesc&, Dir dir) const override {
-    return dir == Dir::fwd ? Support::yes() : Support::no("GEMM has only the fwd direction");
+  Support supports(const GemmDesc& d, Dir dir) const override {
+    if (dir != Dir::fwd) return Support::no("GEMM has only the fwd direction");
+    if (!d.dt.is_f32()) return Support::no(dt_reason(d.dt));
+    return Support::yes();
   }
   void sync() override { ocl::finish(); }
   bool bind_device(const std::vector<void*>& dev) override { return inputs_.bind(dev); }
@@ -33,6 +35,23 @@ class DeviceGemm : public GemmImpl {
     a_ = inputs_.get(0, *in[0]);
     b_ = inputs_.get(1, *in[1]);
     c_ = inputs_.get(2, *in[2], CL_MEM_READ_WRITE);
+  }
+
+  // Why a reduced type does not run: no OpenCL GEMM here has a half or integer kernel yet; for
+  // f16, whether the device could run one (cl_khr_fp16) decides what is missing.
+  static std::string dt_reason(const DataType& dt) {
+    if (dt.in != DataType::f16)
+      return "dt " + dt.in_str() +
+             ": the OpenCL GEMMs run f32 only (OpenCL C has no bf16 or "
+             "int8 dot-product type)";
+    std::string dev;
+    try {
+      const ocl::DeviceInfo& info = ocl::device_info();
+      dev = info.name + (info.fp16 ? " has cl_khr_fp16" : " has no cl_khr_fp16");
+    } catch (const std::exception& e) {
+      dev = e.what();
+    }
+    return "dt f16: no f16 GEMM kernel in the OpenCL GEMMs yet (device " + dev + ")";
   }
 
   GemmDesc d_;

@@ -1,5 +1,6 @@
-// onednn/matmul: oneDNN's matmul primitive as the vendor baseline. Column-major C = op(A) op(B)
-// is computed as row-major C^T = op(B)^T op(A)^T with strided memory descriptors (no copies).
+// onednn/matmul: oneDNN's matmul primitive as the vendor baseline, in every data type oneDNN has
+// (desc.h's dt: B is the source, A the weights). Column-major C = op(A) op(B) is computed as
+// row-major C^T = op(B)^T op(A)^T with strided memory descriptors (no copies).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/core/error.h"
@@ -12,6 +13,68 @@ namespace {
 
 using dnnl::memory;
 
+memory::data_type dnnl_type(DataType::In in, bool source) {
+  switch (in) {
+    case DataType::f32:
+      return memory::data_type::f32;
+    case DataType::bf16:
+      return memory::data_type::bf16;
+    case DataType::f16:
+      return memory::data_type::f16;
+    case DataType::u8s8:
+      return source ? memory::data_type::u8 : memory::data_type::s8;
+  }
+  return memory::data_type::undef;
+}
+
+memory::data_type dnnl_type(DataType::Out out) {
+  switch (out) {
+    case DataType::out_f32:
+      return memory::data_type::f32;
+    case DataType::out_bf16:
+      return memory::data_type::bf16;
+    case DataType::out_f16:
+      return memory::data_type::f16;
+    case DataType::out_s8:
+      return memory::data_type::s8;
+  }
+  return memory::data_type::undef;
+}
+
+struct MatmulDescs {
+  memory::desc src, wei, dst;
+};
+
+MatmulDescs matmul_descs(const GemmDesc& d) {
+  const memory::dim M = d.m, N = d.n, K = d.k;
+  return {memory::desc({N, K}, dnnl_type(d.dt.in, true),
+                       d.tb ? memory::dims{1, d.ldb} : memory::dims{d.ldb, 1}),
+          memory::desc({K, M}, dnnl_type(d.dt.in, false),
+                       d.ta ? memory::dims{1, d.lda} : memory::dims{d.lda, 1}),
+          memory::desc({N, M}, dnnl_type(d.dt.out), memory::dims{d.ldc, 1})};
+}
+
+// alpha (and u8s8's scales: one per column of the row-major N x M dst, i.e. per row of C) as
+// output scales, the source zero point, beta as a sum post-op in C's units.
+dnnl::primitive_attr matmul_attr(const GemmDesc& d, const std::vector<float>& row_scales,
+                                 int32_t b_zero, float c_scale) {
+  dnnl::primitive_attr attr;
+  float beta = static_cast<float>(d.beta);
+  if (d.dt.in == DataType::u8s8) {
+    attr.set_output_scales(1 << 1, row_scales);
+    if (b_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {b_zero});
+    if (d.dt.out != DataType::out_s8) beta *= c_scale;
+  } else if (d.alpha != 1) {
+    attr.set_output_scales(0, {static_cast<float>(d.alpha)});
+  }
+  if (d.beta != 0) {
+    dnnl::post_ops po;
+    po.append_sum(beta);
+    attr.set_post_ops(po);
+  }
+  return attr;
+}
+
 class OnednnMatmul : public HostGemm {
  public:
   std::string name() const override { return "onednn/matmul"; }
@@ -22,28 +85,38 @@ class OnednnMatmul : public HostGemm {
   void sync() override { onednn::stream().wait(); }
 
  protected:
+  // Whether this oneDNN has the type on this CPU: it creates the primitive descriptor (scales
+  // of the right shape, values do not matter) and says what oneDNN answered.
+  std::string dt_unsupported(const GemmDesc& d) const override {
+    try {
+      const MatmulDescs md = matmul_descs(d);
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(md.src, md.wei, md.dst),
+                                   matmul_attr(d, std::vector<float>(d.m, 1.0f), 1, 1.0f),
+                                   onednn::engine());
+      return "";
+    } catch (const dnnl::error& e) {
+      return "oneDNN " + onednn::version() + " has no dt " + d.dt.str() + " matmul on this CPU (" +
+             e.what() + ")";
+    }
+  }
   void prepare_more() override {
     try {
-      const memory::dim M = d_.m, N = d_.n, K = d_.k;
-      memory::desc src_md({N, K}, memory::data_type::f32,
-                          d_.tb ? memory::dims{1, d_.ldb} : memory::dims{d_.ldb, 1});
-      memory::desc wei_md({K, M}, memory::data_type::f32,
-                          d_.ta ? memory::dims{1, d_.lda} : memory::dims{d_.lda, 1});
-      memory::desc dst_md({N, M}, memory::data_type::f32, memory::dims{d_.ldc, 1});
-      dnnl::primitive_attr attr;
-      if (d_.alpha != 1) attr.set_output_scales(0, {static_cast<float>(d_.alpha)});
-      if (d_.beta != 0) {
-        dnnl::post_ops po;
-        po.append_sum(static_cast<float>(d_.beta));
-        attr.set_post_ops(po);
+      const MatmulDescs md = matmul_descs(d_);
+      std::vector<float> row_scales;
+      if (d_.dt.in == DataType::u8s8) {
+        const float div = d_.dt.out == DataType::out_s8 ? c_scale_ : 1.0f;
+        for (int64_t i = 0; i < d_.m; ++i)
+          row_scales.push_back(static_cast<float>(d_.alpha) * a_scale_[i] * b_scale_ / div);
       }
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, dst_md), attr,
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md.src, md.wei, md.dst),
+                                      matmul_attr(d_, row_scales, b_zero_, c_scale_),
                                       onednn::engine());
       prim_ = dnnl::matmul(pd);
       auto& eng = onednn::engine();
-      src_ = memory(src_md, eng, const_cast<float*>(b_->data()));
-      wei_ = memory(wei_md, eng, const_cast<float*>(a_->data()));
-      dst_ = memory(dst_md, eng, c_.data());
+      const bool f32 = d_.dt.is_f32();
+      src_ = memory(md.src, eng, const_cast<void*>(f32 ? b_->data() : b_typed()));
+      wei_ = memory(md.wei, eng, const_cast<void*>(f32 ? a_->data() : a_typed()));
+      dst_ = memory(md.dst, eng, c_out());
     } catch (const dnnl::error& e) {
       onednn::rethrow(e, "oneDNN matmul");
     }

@@ -1,0 +1,52 @@
+// Data types of a problem (benchdnn's --dt): what the inputs are stored in, what the sum is
+// accumulated in, and what the output is written in. Tensors stay fp32 in the interface: an
+// input of a reduced type holds values that are exactly representable in that type, and an
+// implementation converts them to its storage type in plan() (never timed), as benchdnn hands a
+// primitive memory already in its type. Outputs come back as fp32 holding the values of the
+// output type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pb {
+
+struct DataType {
+  // The inputs: f32; bf16 or f16 (fp32 accumulation); u8s8 (u8 source, s8 weights, int32
+  // accumulation, a per-tensor scale and zero point for the source, per-output-channel scales
+  // for the weights).
+  enum In { f32, bf16, f16, u8s8 } in = f32;
+  // The output: f32 for every input type; bf16 with bf16, f16 with f16, s8 with u8s8.
+  enum Out { out_f32, out_bf16, out_f16, out_s8 } out = out_f32;
+
+  // "f32", "bf16", "bf16:bf16", "f16:f16", "u8s8", "u8s8:s8" (the output after ':', f32 when
+  // omitted). Throws InputError(`field`, ...) naming the allowed values.
+  static DataType parse(const std::string& text, const std::string& field);
+  std::string str() const;       // parse(str()) == *this; "f32" for the default
+  std::string in_str() const;    // "f32", "bf16", "f16", "u8s8"
+  std::string out_str() const;   // "f32", "bf16", "f16", "s8"
+  bool is_f32() const { return in == f32; }
+  bool integer() const { return in == u8s8; }
+  double in_bytes() const { return in == f32 ? 4 : in == u8s8 ? 1 : 2; }
+  double out_bytes() const { return out == out_f32 ? 4 : out == out_s8 ? 1 : 2; }
+  bool operator==(const DataType& o) const { return in == o.in && out == o.out; }
+  bool operator!=(const DataType& o) const { return !(*this == o); }
+};
+
+// Round to nearest even. bf16: the upper half of an fp32 (NaN kept quiet). f16: IEEE binary16
+// with subnormals, overflow to infinity.
+uint16_t to_bf16(float v);
+float from_bf16(uint16_t h);
+uint16_t to_f16(float v);
+float from_f16(uint16_t h);
+// The value of v in the output type, as a double: bf16/f16 rounding (from fp32, as an
+// implementation does), s8: round to nearest even and saturate to [-128, 127].
+double convert_output(double v, DataType::Out out);
+// The ideal arithmetic rate of the type relative to fp32 FMA on this CPU (what peak_pct divides
+// by): 2 for bf16 with AVX512_BF16 (vdpbf16ps: two products per fp32 lane), 4 for u8s8 with
+// AVX512_VNNI (vpdpbusd: four per int32 lane), else 1 (f16 here has no dot-product instruction).
+double peak_scale(const DataType& dt);
+// The largest magnitude up to which every integer is exact in the input type (f32: 2^24).
+int64_t exact_int_limit(DataType::In in);
+
+}  // namespace pb
