@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "kernels/core/dataset.h"
+#include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
@@ -31,13 +32,24 @@ namespace {
 constexpr double kBenchRefBudget = 5e8;
 
 struct Flags {
-  std::vector<std::string> sets, dirs;
+  std::vector<std::string> sets, dirs, dts;
   bool only_default = false, check = true;
   int batch = 0;
   uint64_t seed = 1;
   Timing timing = Timing::layer;
   CacheState cache = CacheState::hot;
 };
+
+// "_bf16", "_u8s8_s8" for a descriptor with a reduced data type (dt=...), else "": the type goes
+// into the benchmark's first name part (gemm_bf16/cpu/packed/...), like a direction.
+std::string dt_tag(const std::string& desc) {
+  static const std::regex re("dt=([A-Za-z0-9:]+)");
+  std::smatch m;
+  if (!std::regex_search(desc, m, re) || m[1] == "f32") return "";
+  std::string tag = "_" + m[1].str();
+  std::replace(tag.begin(), tag.end(), ':', '_');
+  return tag;
+}
 
 // Removes our --primbench_* flags from argv; InputError on an unknown one.
 Flags take_flags(int* argc, char** argv) {
@@ -55,6 +67,8 @@ Flags take_flags(int* argc, char** argv) {
       f.sets = split_list(val);
     else if (key == "--primbench_dirs")
       f.dirs = split_list(val);
+    else if (key == "--primbench_dt")
+      f.dts = split_list(val);
     else if (key == "--primbench_default")
       f.only_default = val.empty() || val == "1" || val == "true";
     else if (key == "--primbench_batch")
@@ -72,7 +86,7 @@ Flags take_flags(int* argc, char** argv) {
     else
       throw InputError(key,
                        "unknown flag (--primbench_sets, --primbench_default, --primbench_dirs, "
-                       "--primbench_batch, --primbench_seed, --primbench_check, "
+                       "--primbench_dt, --primbench_batch, --primbench_seed, --primbench_check, "
                        "--primbench_threads, --primbench_timing, --primbench_cache)");
   }
   *argc = out;
@@ -215,7 +229,7 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   }
   using C = benchmark::Counter;
   const Problem& p = *s.problem;
-  const double peak = machine_info().peak_flops;
+  const double peak = machine_info().peak_flops * p.peak_scale();
   // Rates over the manual (contract) time; the percentages are plain numbers.
   const double per_iter = total / std::max<double>(1, static_cast<double>(state.iterations()));
   if (p.flops() > 0) {
@@ -338,42 +352,52 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
     if (f.batch && !spec.with_batch)
       throw InputError("--primbench_batch", spec.prim + " has no batch dimension");
     std::vector<std::string> sets = f.sets.empty() ? list_sets(spec.prim) : f.sets;
-    for (Dir dir : dirs) {
-      std::string prefix = spec.prefix             ? spec.prefix(dir)
-                           : prim.dirs.size() == 1 ? spec.prim
-                                                   : spec.prim + "_" + dir_str(dir);
-      for (const std::string& set : sets) {
-        for (const DataLine& l : load_set(spec.prim, set)) {
-          if (f.only_default && !l.is_default()) continue;
-          std::string desc = batch > 0 && spec.with_batch ? spec.with_batch(l.text, batch) : l.text;
-          // Parse now so a bad line stops the run before anything is timed.
-          std::unique_ptr<Problem> probe;
-          try {
-            probe = prim.make(desc, dir, f.seed);
-          } catch (const InputError& e) {
-            throw InputError(l.file + ":" + std::to_string(l.line), e.what());
-          }
-          // "<net>:<layer>": a name that already says its net is kept, else the set is the net.
-          std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
-          if (name.find(':') == std::string::npos) name = set + ":" + name;
-          const bool check = f.check;
-          const std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
-          if (pre.empty()) continue;
-          auto c = std::make_shared<Case>(
-              Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir), dir,
-                   f.seed, check, f.timing, f.cache});
-          for (const std::string& impl : probe->impls()) {
-            const std::string bench_name = pre + "/" + impl + "/" + name;
-            registered.push_back(bench_name);
-            benchmark::RegisterBenchmark(
-                bench_name.c_str(),
-                [c, impl, bench_name](benchmark::State& st) { run_case(st, *c, impl, bench_name); })
-                ->UseManualTime()
-                ->Unit(benchmark::kMillisecond);
+    // --primbench_dt: every line again in each data type (appended as the descriptor's dt=
+    // field; a primitive without one rejects it naming the field).
+    std::vector<std::string> dts;
+    for (const std::string& t : f.dts) dts.push_back(DataType::parse(t, "--primbench_dt").str());
+    if (dts.empty()) dts.push_back("");
+    for (Dir dir : dirs)
+      for (const std::string& dt : dts) {
+        std::string prefix = spec.prefix             ? spec.prefix(dir)
+                             : prim.dirs.size() == 1 ? spec.prim
+                                                     : spec.prim + "_" + dir_str(dir);
+        for (const std::string& set : sets) {
+          for (const DataLine& l : load_set(spec.prim, set)) {
+            if (f.only_default && !l.is_default()) continue;
+            std::string desc =
+                batch > 0 && spec.with_batch ? spec.with_batch(l.text, batch) : l.text;
+            if (!dt.empty()) desc += "_dt=" + dt;
+            // Parse now so a bad line stops the run before anything is timed.
+            std::unique_ptr<Problem> probe;
+            try {
+              probe = prim.make(desc, dir, f.seed);
+            } catch (const InputError& e) {
+              throw InputError(l.file + ":" + std::to_string(l.line), e.what());
+            }
+            // "<net>:<layer>": a name that already says its net is kept, else the set is the net.
+            std::string name = probe->name().empty() ? probe->desc_str() : probe->name();
+            if (name.find(':') == std::string::npos) name = set + ":" + name;
+            const bool check = f.check;
+            std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
+            if (pre.empty()) continue;
+            pre += dt_tag(probe->desc_str());
+            auto c = std::make_shared<Case>(Case{
+                &prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir) + dt_tag(desc),
+                dir, f.seed, check, f.timing, f.cache});
+            for (const std::string& impl : probe->impls()) {
+              const std::string bench_name = pre + "/" + impl + "/" + name;
+              registered.push_back(bench_name);
+              benchmark::RegisterBenchmark(bench_name.c_str(),
+                                           [c, impl, bench_name](benchmark::State& st) {
+                                             run_case(st, *c, impl, bench_name);
+                                           })
+                  ->UseManualTime()
+                  ->Unit(benchmark::kMillisecond);
+            }
           }
         }
       }
-    }
     for (const auto& [k, v] : environment_facts()) benchmark::AddCustomContext(k, v);
     benchmark::AddCustomContext("primbench_timing", timing_str(f.timing));
     benchmark::AddCustomContext("primbench_cache", cache_str(f.cache));

@@ -25,6 +25,7 @@ struct BenchSpec {
 };
 
 // Parses our flags (--primbench_sets=a,b  --primbench_default  --primbench_dirs=fwd,bwd_d
+// --primbench_dt=f32,bf16,u8s8:s8 (each line once per data type, named <prim>_<dt>/...)
 // --primbench_batch=N  --primbench_seed=S  --primbench_check=0|1  --primbench_threads=N
 // --primbench_timing=kernel|layer|step  --primbench_cache=hot|cold), strips them, then runs
 // Google Benchmark. Returns the exit status: 2 on bad flags or a bad data-set line, 1 when a
