@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "benchmarks/bench_common.h"
+#include "kernels/allreduce/allreduce.h"
 #include "kernels/allreduce/desc.h"
 #include "kernels/allreduce/world.h"
 #include "kernels/core/dataset.h"
@@ -184,6 +185,12 @@ int bench_allreduce_main(int argc, char** argv) {
     for (const auto& [k, v] : environment_facts()) benchmark::AddCustomContext(k, v);
     benchmark::AddCustomContext("mpi_library", world::library_version());
     benchmark::AddCustomContext("mpi_ranks", std::to_string(p));
+    // The counter ompi_alg (mpi/native's algorithm where known, mpi/ompi_*'s forced one) in
+    // Open MPI's numbering.
+    std::string algs;
+    for (size_t i = 0; i < ompi_allreduce_algorithms().size(); ++i)
+      algs += (i ? "," : "") + std::to_string(i + 1) + "=" + ompi_allreduce_algorithms()[i];
+    benchmark::AddCustomContext("ompi_allreduce_algorithms", algs);
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 2;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "kernels/allreduce/desc.h"
 #include "kernels/core/impl.h"
@@ -40,5 +42,11 @@ std::unique_ptr<AllreduceImpl> make_allreduce_mpi_native();
 std::unique_ptr<AllreduceImpl> make_allreduce_mpi_ring();
 std::unique_ptr<AllreduceImpl> make_allreduce_mpi_rdouble();
 std::unique_ptr<AllreduceImpl> make_allreduce_ocl_ring();
+// mpi/ompi_<name>: MPI_Allreduce with Open MPI's coll tuned forced to algorithm `alg` (1-based,
+// Open MPI's numbering; mpi/native.cpp).
+std::unique_ptr<AllreduceImpl> make_allreduce_mpi_ompi(int alg);
+// Open MPI's all-reduce algorithms in its numbering from 1 (coll_tuned_allreduce_algorithm):
+// basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring, rabenseifner.
+const std::vector<std::string>& ompi_allreduce_algorithms();
 
 }  // namespace pb

@@ -30,6 +30,10 @@ State& state() {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {
+      // mpi/ompi_<algorithm> (native.cpp) need Open MPI's coll tuned dynamic rules, a setting
+      // read only at MPI_Init; with no algorithm forced and no rules file they decide as the
+      // fixed rules do. The environment's own setting wins.
+      setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
       int provided = 0;
       MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
       s.we_initialised = true;
