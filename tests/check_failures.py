@@ -139,8 +139,28 @@ expect(code == 2 and "differ in timing (layer vs. kernel)" in out,
 code, out = run([compare, "--across", "timing", "runs", good, kernel])
 expect(code == 0 and "Comparing" in out, "tools/compare --across timing pairs them (got %d)" % code, out)
 
+# --primbench_dt: the lines again in that type, named gemm_<type>/..., checked like any row; a
+# broken reduced-precision path is a FAIL like an f32 one.
+for inject in (None, "cpu/packed"):
+    typed = os.path.join(tmp, "typed.json")
+    code, out = run([BENCH, "--primbench_sets=square", "--primbench_dt=bf16,u8s8:s8",
+                     "--benchmark_filter=^gemm_(bf16|u8s8_s8)/cpu/packed/square:256/",
+                     "--benchmark_min_time=0.01", "--benchmark_out=" + typed,
+                     "--benchmark_out_format=json"],
+                    {"PRIMBENCH_INJECT_ERROR": inject} if inject else {})
+    names = sorted(r["name"] for r in rows(typed)) if os.path.exists(typed) else []
+    expect(len(names) == 2 and names[0].startswith("gemm_bf16/cpu/packed/square:256") and
+           names[1].startswith("gemm_u8s8_s8/cpu/packed/square:256"),
+           "bench_gemm --primbench_dt names the rows by type (got %s)" % names, out)
+    if inject:
+        expect(code == 1 and out.count("FAIL gemm_") == 2,
+               "an injected error in bf16 and u8s8 is a FAIL (got %d)" % code, out)
+    else:
+        expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 rows pass (got %d)" % code, out)
+
 # Bad contract flags: one line naming the flag, exit 2.
-for flag in ("--primbench_timing=sideways", "--primbench_cache=warm"):
+for flag in ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
+             "--primbench_dt=u8s8:bf16"):
     code, out = bench(os.path.join(tmp, "x.json"), flag)
     expect(code == 2 and flag.split("=")[0] in out, "%s exits 2 naming the flag" % flag, out)
 

@@ -41,20 +41,28 @@ DataType DataType::parse(const std::string& text, const std::string& field) {
 
 std::string DataType::in_str() const {
   switch (in) {
-    case f32: return "f32";
-    case bf16: return "bf16";
-    case f16: return "f16";
-    case u8s8: return "u8s8";
+    case f32:
+      return "f32";
+    case bf16:
+      return "bf16";
+    case f16:
+      return "f16";
+    case u8s8:
+      return "u8s8";
   }
   return "?";
 }
 
 std::string DataType::out_str() const {
   switch (out) {
-    case out_f32: return "f32";
-    case out_bf16: return "bf16";
-    case out_f16: return "f16";
-    case out_s8: return "s8";
+    case out_f32:
+      return "f32";
+    case out_bf16:
+      return "bf16";
+    case out_f16:
+      return "f16";
+    case out_s8:
+      return "s8";
   }
   return "?";
 }
@@ -84,8 +92,8 @@ uint16_t to_f16(float v) {
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
   const float a = std::fabs(v);
   if (std::isnan(v)) return sign | 0x7E00;
-  if (a >= 65520.0f) return sign | 0x7C00;  // rounds to infinity (65504 + half an ulp)
-  if (a < 6.103515625e-05f) {               // subnormal: multiples of 2^-24, nearest even
+  if (a >= 65520.0f) return sign | 0x7C00;            // rounds to infinity (65504 + half an ulp)
+  if (a < 6.103515625e-05f) {                         // subnormal: multiples of 2^-24, nearest even
     const float q = std::nearbyint(a * 16777216.0f);  // default rounding mode: to nearest even
     return sign | static_cast<uint16_t>(q);
   }
@@ -112,9 +120,12 @@ float from_f16(uint16_t h) {
 
 double convert_output(double v, DataType::Out out) {
   switch (out) {
-    case DataType::out_f32: return static_cast<float>(v);
-    case DataType::out_bf16: return from_bf16(to_bf16(static_cast<float>(v)));
-    case DataType::out_f16: return from_f16(to_f16(static_cast<float>(v)));
+    case DataType::out_f32:
+      return static_cast<float>(v);
+    case DataType::out_bf16:
+      return from_bf16(to_bf16(static_cast<float>(v)));
+    case DataType::out_f16:
+      return from_f16(to_f16(static_cast<float>(v)));
     case DataType::out_s8: {
       const double r = std::nearbyint(v);  // to nearest even
       return r < -128 ? -128 : r > 127 ? 127 : r;
@@ -134,10 +145,14 @@ double peak_scale(const DataType& dt) {
 
 int64_t exact_int_limit(DataType::In in) {
   switch (in) {
-    case DataType::f32: return int64_t{1} << 24;
-    case DataType::bf16: return 256;
-    case DataType::f16: return 2048;
-    case DataType::u8s8: return 127;
+    case DataType::f32:
+      return int64_t{1} << 24;
+    case DataType::bf16:
+      return 256;
+    case DataType::f16:
+      return 2048;
+    case DataType::u8s8:
+      return 127;
   }
   return 0;
 }

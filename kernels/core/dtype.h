@@ -22,9 +22,9 @@ struct DataType {
   // "f32", "bf16", "bf16:bf16", "f16:f16", "u8s8", "u8s8:s8" (the output after ':', f32 when
   // omitted). Throws InputError(`field`, ...) naming the allowed values.
   static DataType parse(const std::string& text, const std::string& field);
-  std::string str() const;       // parse(str()) == *this; "f32" for the default
-  std::string in_str() const;    // "f32", "bf16", "f16", "u8s8"
-  std::string out_str() const;   // "f32", "bf16", "f16", "s8"
+  std::string str() const;      // parse(str()) == *this; "f32" for the default
+  std::string in_str() const;   // "f32", "bf16", "f16", "u8s8"
+  std::string out_str() const;  // "f32", "bf16", "f16", "s8"
   bool is_f32() const { return in == f32; }
   bool integer() const { return in == u8s8; }
   double in_bytes() const { return in == f32 ? 4 : in == u8s8 ? 1 : 2; }

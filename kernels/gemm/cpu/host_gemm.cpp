@@ -1,7 +1,6 @@
 // HostGemm's typed copies (plan(), never timed) and its result in fp32.
 #include "kernels/gemm/cpu/host_gemm.h"
 
-
 namespace pb {
 
 namespace {
@@ -56,7 +55,7 @@ std::vector<Tensor> HostGemm::result() {
     Tensor& c = out.back();
     const uint16_t* h = reinterpret_cast<const uint16_t*>(tc_.data());
     for (int64_t i = 0; i < c.size(); ++i)
-      c[i] = o == DataType::out_s8    ? static_cast<float>(static_cast<int8_t>(tc_[i]))
+      c[i] = o == DataType::out_s8     ? static_cast<float>(static_cast<int8_t>(tc_[i]))
              : o == DataType::out_bf16 ? from_bf16(h[i])
                                        : from_f16(h[i]);
   }

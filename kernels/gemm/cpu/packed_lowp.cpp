@@ -137,8 +137,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void stor
     } else {  // s8: round to nearest even (MXCSR's default), saturate
       int8_t* c = static_cast<int8_t*>(e.c) + j * e.ldc + r0;
       if (e.beta != 0.0f)
-        x = _mm512_fmadd_ps(vb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, c))),
-                            x);
+        x = _mm512_fmadd_ps(
+            vb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, c))), x);
       x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
       _mm512_mask_cvtsepi32_storeu_epi8(c, k, _mm512_cvtps_epi32(x));
     }
@@ -151,28 +151,27 @@ template <int V, int NV>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void tile_bf16(
     int64_t ng, const uint16_t* a, const uint16_t* b, int mv, const Epilogue& e) {
   __m512 acc[NV][V];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < NV; ++j)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int64_t g = 0; g < ng; ++g) {
     const uint16_t* ag = a + g * kMr * 2;
     const uint16_t* bg = b + g * kNr * 2;
     __m512bh av[V];
-    #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v)
-      av[v] = (__m512bh)_mm512_loadu_si512(ag + 32 * v);
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) av[v] = (__m512bh)_mm512_loadu_si512(ag + 32 * v);
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       int32_t w;
       std::memcpy(&w, bg + 2 * j, 4);
       const __m512bh bj = (__m512bh)_mm512_set1_epi32(w);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) acc[j][v] = _mm512_dpbf16_ps(acc[j][v], av[v], bj);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) store_column<V>(acc[j], j, mv, e);
 }
 
@@ -180,30 +179,30 @@ template <int V, int NV>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void tile_u8s8(
     int64_t ng, const int8_t* a, const uint8_t* b, int mv, const Epilogue& e) {
   __m512i acc[NV][V];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < NV; ++j)
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int64_t g = 0; g < ng; ++g) {
     const int8_t* ag = a + g * kMr * 4;
     const uint8_t* bg = b + g * kNr * 4;
     __m512i av[V];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_si512(ag + 64 * v);
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       int32_t w;
       std::memcpy(&w, bg + 4 * j, 4);
       const __m512i bj = _mm512_set1_epi32(w);  // u8 x4: the unsigned operand
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < V; ++v) acc[j][v] = _mm512_dpbusd_epi32(acc[j][v], bj, av[v]);
     }
   }
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int j = 0; j < NV; ++j) {
     __m512 f[V];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < V; ++v) {
       __m512i s = acc[j][v];
       if (e.comp)
@@ -276,11 +275,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void pack_a(
       const __mmask16 k = rows_mask(mv - r);
       __m512i out;
       if constexpr (G == 2) {
-        static const __m512i idx = _mm512_set_epi16(
-            31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20,
-            4, 19, 3, 18, 2, 17, 1, 16, 0);
-        const __m256i x0 = col[0] ? _mm256_maskz_loadu_epi16(k, col[0] + r) : _mm256_setzero_si256();
-        const __m256i x1 = col[1] ? _mm256_maskz_loadu_epi16(k, col[1] + r) : _mm256_setzero_si256();
+        static const __m512i idx =
+            _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                             22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+        const __m256i x0 =
+            col[0] ? _mm256_maskz_loadu_epi16(k, col[0] + r) : _mm256_setzero_si256();
+        const __m256i x1 =
+            col[1] ? _mm256_maskz_loadu_epi16(k, col[1] + r) : _mm256_setzero_si256();
         out = _mm512_permutexvar_epi16(idx, _mm512_inserti64x4(_mm512_castsi256_si512(x0), x1, 1));
       } else {
         static const __m512i idx = _mm512_set_epi8(
@@ -318,8 +319,9 @@ void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t 
       for (int q = 0; q < G; ++q) {
         const int64_t p = g * G + q;
         const bool in = p < kc && j < nv;
-        dst[(g * kNr + j) * G + q] =
-            !in ? T(0) : tb ? b[(p0 + p) * ldb + c0 + j] : b[(c0 + j) * ldb + p0 + p];
+        dst[(g * kNr + j) * G + q] = !in  ? T(0)
+                                     : tb ? b[(p0 + p) * ldb + c0 + j]
+                                          : b[(c0 + j) * ldb + p0 + p];
       }
 }
 
@@ -336,209 +338,192 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_sums(const int8_
     _mm512_storeu_si512(comp + 16 * v, _mm512_mullo_epi32(s[v], _mm512_set1_epi32(z)));
 }
 
-// op(A) = A with at most kDirectMaxN columns of C (DeepBench's inference N = 1, 2, 4): A is read
-// in place, each weight once. Packing it would cost more than the few products it feeds, so the
-// kernel interleaves the G columns of a k group in registers instead (unpack within 128-bit
-// lanes, which permutes the rows: undone at the store) and keeps NV columns of C, 64 rows.
-constexpr int64_t kDirectMaxN = 4;
-constexpr int kDirectRows = 64;
+// op(A) = A with at most kDirectMaxN columns of C (DeepBench's N = 1..64): A is read in place,
+// each weight once; packing it would cost more than the few products it feeds. Each thread takes
+// a range of 64-row blocks and walks the sum in chunks: per chunk and block, the G columns of
+// each k group are interleaved in registers (unpack within 128-bit lanes, which permutes the
+// rows: undone at the store) into an L1 buffer, and the kernel runs every group of up to 4
+// columns of C over it, each group's sums waiting in a small per-thread state between chunks.
+// Within a chunk the blocks follow each other, so the chunk's columns stream through contiguous
+// rows and the pages they touch stay in the TLB.
+constexpr int64_t kDirectMaxN = 64;
+constexpr int kDirectRows = 64, kDirectCols = 4;
 
-// vals[q * 16 + l] holds row perm(q, l) of the 64; writes them in row order to `rows`.
-inline void unpermute(const float* vals, int block_rows_per_lane, float* rows) {
-  // Lane L of vector q (4 elements, 128 bits) holds rows L * 16 + q * 4 + e for u8s8 (four
-  // vectors of 16 rows per lane group), and (v * 32) + L * 8 + h * 4 + e for bf16 (two blocks v
-  // of 32 rows, unpacklo h = 0 and unpackhi h = 1).
-  for (int q = 0; q < 4; ++q)
-    for (int l = 0; l < 16; ++l) {
-      const int lane = l / 4, e = l % 4;
-      const int row = block_rows_per_lane == 16 ? lane * 16 + q * 4 + e
-                                                : (q / 2) * 32 + lane * 8 + (q % 2) * 4 + e;
-      rows[row] = vals[q * 16 + l];
-    }
+// A row's place in the interleaved block: vector q, element l (16 per vector) holds row
+// L * 16 + q * 4 + e (u8s8: four unpacks of 16-row lanes; L = l / 4, e = l % 4) or
+// (q / 2) * 32 + L * 8 + (q % 2) * 4 + e (bf16: two 32-row halves, unpacklo and unpackhi).
+inline int interleaved_row(int G, int q, int l) {
+  const int lane = l / 4, e = l % 4;
+  return G == 4 ? lane * 16 + q * 4 + e : (q / 2) * 32 + lane * 8 + (q % 2) * 4 + e;
 }
 
-// Sums over k in [p0, p1) (p0 a multiple of 4) added to the block's running sums in `state`
-// ((NV + 1) * 4 vectors: zero when `first`); the epilogue when `last`.
-template <int NV>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void direct_u8s8(
-    const LowpGemm& g, const int32_t* bw, const float* scale, float beta_c, int64_t r0, int mv,
-    int64_t p0, int64_t p1, __m512i* state, bool first, bool last) {
-  const int8_t* a = static_cast<const int8_t*>(g.a) + r0;
-  __m512i acc[NV][4], sum[4];
-#pragma GCC unroll 4
-  for (int q = 0; q < 4; ++q) {
-    sum[q] = first ? _mm512_setzero_si512() : state[NV * 4 + q];
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) acc[j][q] = first ? _mm512_setzero_si512() : state[j * 4 + q];
-  }
-  const __m512i ones = _mm512_set1_epi8(1);
+// The chunk [p0, p1) of the 64-row block at a (rows past mv and k past g.k zero) interleaved
+// into u: 4 vectors per k group. u8s8 also adds the block's row sums (for the zero point) to
+// `sums` (4 vectors, in the interleaved order).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void interleave_u8s8(
+    const int8_t* a, int64_t lda, int64_t k, int mv, int64_t p0, int64_t p1, __m512i* u,
+    __m512i* sums) {
   const __mmask64 rmask = mv >= 64 ? ~__mmask64(0) : (__mmask64(1) << mv) - 1;
-  for (int64_t p = p0; p < p1; p += 4) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i s[4] = {sums[0], sums[1], sums[2], sums[3]};
+  for (int64_t p = p0; p < p1; p += 4, u += 4) {
     __m512i x[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
-      x[q] = p + q < g.k ? _mm512_maskz_loadu_epi8(rmask, a + (p + q) * g.lda)
-                         : _mm512_setzero_si512();
+      x[q] = p + q < k ? _mm512_maskz_loadu_epi8(rmask, a + (p + q) * lda) : _mm512_setzero_si512();
     const __m512i t0 = _mm512_unpacklo_epi8(x[0], x[1]), t1 = _mm512_unpackhi_epi8(x[0], x[1]);
     const __m512i t2 = _mm512_unpacklo_epi8(x[2], x[3]), t3 = _mm512_unpackhi_epi8(x[2], x[3]);
-    const __m512i u[4] = {_mm512_unpacklo_epi16(t0, t2), _mm512_unpackhi_epi16(t0, t2),
-                          _mm512_unpacklo_epi16(t1, t3), _mm512_unpackhi_epi16(t1, t3)};
+    u[0] = _mm512_unpacklo_epi16(t0, t2);
+    u[1] = _mm512_unpackhi_epi16(t0, t2);
+    u[2] = _mm512_unpacklo_epi16(t1, t3);
+    u[3] = _mm512_unpackhi_epi16(t1, t3);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) s[q] = _mm512_dpbusd_epi32(s[q], ones, u[q]);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) sums[q] = s[q];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void interleave_bf16(const uint16_t* a,
+                                                                          int64_t lda, int64_t k,
+                                                                          int mv, int64_t p0,
+                                                                          int64_t p1, __m512i* u) {
+  const __mmask32 m0 = mv >= 32 ? ~__mmask32(0) : (__mmask32(1) << mv) - 1;
+  const __mmask32 m1 = mv >= 64 ? ~__mmask32(0) : mv <= 32 ? 0 : (__mmask32(1) << (mv - 32)) - 1;
+  for (int64_t p = p0; p < p1; p += 2, u += 4) {
+    const uint16_t* c0 = a + p * lda;
+    const bool second = p + 1 < k;
+    const __m512i x0 = _mm512_maskz_loadu_epi16(m0, c0), y0 = _mm512_maskz_loadu_epi16(m1, c0 + 32);
+    const __m512i x1 = second ? _mm512_maskz_loadu_epi16(m0, c0 + lda) : _mm512_setzero_si512();
+    const __m512i y1 =
+        second ? _mm512_maskz_loadu_epi16(m1, c0 + lda + 32) : _mm512_setzero_si512();
+    u[0] = _mm512_unpacklo_epi16(x0, x1);
+    u[1] = _mm512_unpackhi_epi16(x0, x1);
+    u[2] = _mm512_unpacklo_epi16(y0, y1);
+    u[3] = _mm512_unpackhi_epi16(y0, y1);
+  }
+}
+
+// NV columns of C over ng interleaved groups: acc[j * 4 + q] += u[q] . b-word of column j.
+// bw: the columns' words, `ldw` apart per group.
+template <int G, int NV>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void direct_cols(
+    const __m512i* u, int64_t ng, const int32_t* bw, int64_t ldw, __m512i* state, bool first) {
+  __m512i acc[NV][4];
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[j][q] = first ? _mm512_setzero_si512() : state[j * 4 + q];
+  for (int64_t grp = 0; grp < ng; ++grp, u += 4, bw += ldw) {
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
-      const __m512i bj = _mm512_set1_epi32(bw[(p / 4) * kDirectMaxN + j]);
+      const __m512i bj = _mm512_set1_epi32(bw[j]);
 #pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[j][q] = _mm512_dpbusd_epi32(acc[j][q], bj, u[q]);
+      for (int q = 0; q < 4; ++q) {
+        if constexpr (G == 4)
+          acc[j][q] = _mm512_dpbusd_epi32(acc[j][q], bj, u[q]);
+        else
+          acc[j][q] = _mm512_castps_si512(
+              _mm512_dpbf16_ps(_mm512_castsi512_ps(acc[j][q]), (__m512bh)u[q], (__m512bh)bj));
+      }
     }
-    if (g.b_zero != 0)
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) sum[q] = _mm512_dpbusd_epi32(sum[q], ones, u[q]);
   }
-  // Into the state always: the epilogue indexes the columns at run time, which would keep the
-  // accumulators in memory through the loop above.
-#pragma GCC unroll 4
-  for (int q = 0; q < 4; ++q) {
-    state[NV * 4 + q] = sum[q];
 #pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) state[j * 4 + q] = acc[j][q];
-  }
-  if (!last) return;
-  alignas(64) float vals[64], rows[64];
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) state[j * 4 + q] = acc[j][q];
+}
+
+// The finished sums of nv columns (state: 4 vectors per column, interleaved rows; u8s8: `sums`
+// the row sums) through the epilogue into C's columns col0.. .
+template <int G>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void direct_store(
+    const LowpGemm& g, const __m512i* state, const __m512i* sums, int nv, int64_t col0,
+    const float* scale, float beta_c, int64_t r0, int mv) {
   Epilogue e{};
   e.out = g.dt.out;
   e.ldc = g.ldc;
   e.alpha = g.alpha;
   e.beta = beta_c;
   const size_t out_size = g.dt.out == DataType::out_f32 ? 4 : g.dt.out == DataType::out_s8 ? 1 : 2;
-  const __m512i z = _mm512_set1_epi32(g.b_zero);
-  for (int j = 0; j < NV; ++j) {
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q)
-      _mm512_store_ps(vals + 16 * q,
-                      _mm512_cvtepi32_ps(_mm512_sub_epi32(
-                          state[j * 4 + q], _mm512_mullo_epi32(state[NV * 4 + q], z))));
-    unpermute(vals, 16, rows);
-    const __m512 f[4] = {_mm512_load_ps(rows), _mm512_load_ps(rows + 16),
-                         _mm512_load_ps(rows + 32), _mm512_load_ps(rows + 48)};
-    for (int h = 0; h < 4 && 16 * h < mv; ++h) {  // three 16-row vectors per store_column
-      e.scale = scale + r0 + 16 * h;
-      e.c = static_cast<char*>(g.c) + (j * g.ldc + r0 + 16 * h) * out_size;
-      store_column<1>(f + h, 0, mv - 16 * h, e);
-    }
-  }
-}
-
-template <int NV>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void direct_bf16(
-    const LowpGemm& g, const int32_t* bw, float beta_c, int64_t r0, int mv, int64_t p0, int64_t p1,
-    __m512i* state, bool first, bool last) {
-  const uint16_t* a = static_cast<const uint16_t*>(g.a) + r0;
-  __m512 acc[NV][4];
-#pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q)
-      acc[j][q] = first ? _mm512_setzero_ps() : _mm512_castsi512_ps(state[j * 4 + q]);
-  const __mmask32 m0 = mv >= 32 ? ~__mmask32(0) : (__mmask32(1) << mv) - 1;
-  const __mmask32 m1 = mv >= 64 ? ~__mmask32(0) : mv <= 32 ? 0 : (__mmask32(1) << (mv - 32)) - 1;
-  for (int64_t p = p0; p < p1; p += 2) {
-    const bool second = p + 1 < g.k;
-    const uint16_t* c0 = a + p * g.lda;
-    const uint16_t* c1 = c0 + g.lda;
-    const __m512i x0 = _mm512_maskz_loadu_epi16(m0, c0), y0 = _mm512_maskz_loadu_epi16(m1, c0 + 32);
-    const __m512i x1 = second ? _mm512_maskz_loadu_epi16(m0, c1) : _mm512_setzero_si512();
-    const __m512i y1 = second ? _mm512_maskz_loadu_epi16(m1, c1 + 32) : _mm512_setzero_si512();
-    const __m512bh u[4] = {(__m512bh)_mm512_unpacklo_epi16(x0, x1),
-                           (__m512bh)_mm512_unpackhi_epi16(x0, x1),
-                           (__m512bh)_mm512_unpacklo_epi16(y0, y1),
-                           (__m512bh)_mm512_unpackhi_epi16(y0, y1)};
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j) {
-      const __m512bh bj = (__m512bh)_mm512_set1_epi32(bw[(p / 2) * kDirectMaxN + j]);
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[j][q] = _mm512_dpbf16_ps(acc[j][q], u[q], bj);
-    }
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < NV; ++j)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) state[j * 4 + q] = _mm512_castps_si512(acc[j][q]);
-  if (!last) return;
   alignas(64) float vals[64], rows[64];
-  Epilogue e{};
-  e.out = g.dt.out;
-  e.ldc = g.ldc;
-  e.alpha = g.alpha;
-  e.beta = beta_c;
-  const size_t out_size = g.dt.out == DataType::out_f32 ? 4 : 2;
-  for (int j = 0; j < NV; ++j) {
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) _mm512_store_ps(vals + 16 * q, _mm512_castsi512_ps(state[j * 4 + q]));
-    unpermute(vals, 8, rows);
-    const __m512 f[4] = {_mm512_load_ps(rows), _mm512_load_ps(rows + 16),
-                         _mm512_load_ps(rows + 32), _mm512_load_ps(rows + 48)};
+  for (int j = 0; j < nv; ++j) {
+    for (int q = 0; q < 4; ++q) {
+      __m512i v = state[j * 4 + q];
+      if (G == 4) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(sums[q], _mm512_set1_epi32(g.b_zero)));
+      _mm512_store_ps(vals + 16 * q, G == 4 ? _mm512_cvtepi32_ps(v) : _mm512_castsi512_ps(v));
+    }
+    for (int q = 0; q < 4; ++q)
+      for (int l = 0; l < 16; ++l) rows[interleaved_row(G, q, l)] = vals[q * 16 + l];
     for (int h = 0; h < 4 && 16 * h < mv; ++h) {
-      e.c = static_cast<char*>(g.c) + (j * g.ldc + r0 + 16 * h) * out_size;
-      store_column<1>(f + h, 0, mv - 16 * h, e);
+      const __m512 f = _mm512_load_ps(rows + 16 * h);
+      e.scale = scale ? scale + r0 + 16 * h : nullptr;
+      e.c = static_cast<char*>(g.c) + ((col0 + j) * g.ldc + r0 + 16 * h) * out_size;
+      store_column<1>(&f, 0, mv - 16 * h, e);
     }
   }
 }
 
-template <class Tr, int NV>
-void direct_rows(const LowpGemm& g, const int32_t* bw, const float* scale, float beta_c,
-                 int64_t r0, int mv, int64_t p0, int64_t p1, __m512i* state, bool first,
-                 bool last) {
-  if constexpr (Tr::G == 4)
-    direct_u8s8<NV>(g, bw, scale, beta_c, r0, mv, p0, p1, state, first, last);
-  else
-    direct_bf16<NV>(g, bw, beta_c, r0, mv, p0, p1, state, first, last);
-}
-
-// Each thread takes a range of 64-row blocks and walks the sum in chunks of kDirectKc: within a
-// chunk, block after block, so the chunk's columns stream through contiguous rows (and the pages
-// they touch stay in the TLB) while each block's sums wait in a small per-thread state.
-constexpr int64_t kDirectKc = 32;  // measured best of 4..64 on 7680 x {1, 4} x 2560
+template <int G>
+using ColsFn = void (*)(const __m512i*, int64_t, const int32_t*, int64_t, __m512i*, bool);
 
 template <class Tr>
 void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
-  // op(B) as words of G consecutive k (zero past k), kDirectMaxN per group: broadcast as is.
   using TB = typename Tr::TB;
   constexpr int G = Tr::G;
   const TB* b = static_cast<const TB*>(g.b);
   const int64_t ng = ceil_div(g.k, G);
+  // op(B) as words of G consecutive k (zero past k), ldw per group: broadcast as they are.
+  const int64_t ldw = ceil_div(g.n, kDirectCols) * kDirectCols;
   static thread_local std::vector<uint8_t> bw_buf;
-  int32_t* bw = scratch<int32_t>(bw_buf, ng * kDirectMaxN);
+  int32_t* bw = scratch<int32_t>(bw_buf, ng * ldw);
   for (int64_t grp = 0; grp < ng; ++grp)
-    for (int j = 0; j < kDirectMaxN; ++j) {
+    for (int64_t j = 0; j < ldw; ++j) {
       TB w[G] = {};
       for (int q = 0; q < G && j < g.n && grp * G + q < g.k; ++q) {
         const int64_t p = grp * G + q;
         w[q] = g.tb ? b[p * g.ldb + j] : b[j * g.ldb + p];
       }
-      std::memcpy(bw + grp * kDirectMaxN + j, w, 4);
+      std::memcpy(bw + grp * ldw + j, w, 4);
     }
+  static constexpr ColsFn<G> cols[kDirectCols] = {direct_cols<G, 1>, direct_cols<G, 2>,
+                                                  direct_cols<G, 3>, direct_cols<G, 4>};
+  // Chunks of the sum: short while N is small (the chunk's columns are the streams the
+  // prefetchers follow: 32 measured best of 4..64 on 7680 x {1, 4} x 2560), longer when each
+  // interleaved chunk serves many columns (the states' loads and stores amortised).
+  const int64_t kc = g.n <= 4 ? 32 : 128;
+  const int64_t n_cg = ceil_div(g.n, kDirectCols);
   const int64_t blocks = ceil_div(g.m, kDirectRows);
   const int threads = static_cast<int>(std::min<int64_t>(nt, blocks));
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const int t = omp_get_thread_num(), tn = omp_get_num_threads();
     const int64_t b0 = blocks * t / tn, b1 = blocks * (t + 1) / tn;
-    static thread_local std::vector<uint8_t> state_buf;
-    constexpr int kStateVecs = (kDirectMaxN + 1) * 4;
-    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * kStateVecs);
-    for (int64_t p0 = 0; p0 < g.k; p0 += kDirectKc) {
-      const int64_t p1 = std::min(g.k, p0 + kDirectKc);
+    // Per block: 4 vectors per column of C, and 4 of row sums (u8s8).
+    const int64_t per_block = n_cg * kDirectCols * 4 + 4;
+    static thread_local std::vector<uint8_t> state_buf, u_buf;
+    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block);
+    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4);
+    for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
+      const int64_t p1 = std::min(g.k, p0 + kc), ngc = ceil_div(p1 - p0, G);
       const bool first = p0 == 0, last = p1 == g.k;
       for (int64_t blk = b0; blk < b1; ++blk) {
         const int64_t r0 = blk * kDirectRows;
         const int mv = static_cast<int>(std::min<int64_t>(kDirectRows, g.m - r0));
-        __m512i* st = state + (blk - b0) * kStateVecs;
-        switch (g.n) {
-          case 1: direct_rows<Tr, 1>(g, bw, scale, beta_c, r0, mv, p0, p1, st, first, last); break;
-          case 2: direct_rows<Tr, 2>(g, bw, scale, beta_c, r0, mv, p0, p1, st, first, last); break;
-          case 3: direct_rows<Tr, 3>(g, bw, scale, beta_c, r0, mv, p0, p1, st, first, last); break;
-          default:
-            direct_rows<Tr, 4>(g, bw, scale, beta_c, r0, mv, p0, p1, st, first, last);
-            break;
+        __m512i* st = state + (blk - b0) * per_block;
+        __m512i* sums = st + n_cg * kDirectCols * 4;
+        if constexpr (G == 4) {
+          if (first)
+            for (int q = 0; q < 4; ++q) sums[q] = _mm512_setzero_si512();
+          interleave_u8s8(static_cast<const int8_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, sums);
+        } else {
+          interleave_bf16(static_cast<const uint16_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u);
+        }
+        for (int64_t cg = 0; cg < n_cg; ++cg) {
+          const int nv = static_cast<int>(std::min<int64_t>(kDirectCols, g.n - cg * kDirectCols));
+          __m512i* sc = st + cg * kDirectCols * 4;
+          cols[nv - 1](u, ngc, bw + (p0 / G) * ldw + cg * kDirectCols, ldw, sc, first);
+          if (last) direct_store<G>(g, sc, sums, nv, cg * kDirectCols, scale, beta_c, r0, mv);
         }
       }
     }
@@ -584,8 +569,7 @@ void driver(const LowpGemm& g) {
   if (!g.ta && n <= kDirectMaxN) return direct<Tr>(g, scale, beta_c, nt);
   TB* bp = scratch<TB>(b_buf, kcp_max * ceil_div(std::min(n, nc_max), kNr) * kNr);
   TA* ap_shared = split_rows ? nullptr : scratch<TA>(a_shared_buf, mc * kcp_max);
-  int32_t* comp_shared =
-      split_rows || !quant ? nullptr : scratch<int32_t>(comp_shared_buf, mc);
+  int32_t* comp_shared = split_rows || !quant ? nullptr : scratch<int32_t>(comp_shared_buf, mc);
   float* pn = panel ? scratch<float>(panel_buf, m * std::min(n, nc_max)) : nullptr;
   const size_t out_size = typed_out ? (g.dt.out == DataType::out_s8 ? 1 : 2) : 4;
 
