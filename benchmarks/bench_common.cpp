@@ -381,10 +381,11 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
             const bool check = f.check;
             std::string pre = spec.prefix_for ? spec.prefix_for(*probe, dir) : prefix;
             if (pre.empty()) continue;
-            pre += dt_tag(probe->desc_str());
-            auto c = std::make_shared<Case>(Case{
-                &prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir) + dt_tag(desc),
-                dir, f.seed, check, f.timing, f.cache});
+            const std::string tag = dt_tag(probe->desc_str());
+            pre += tag;
+            auto c = std::make_shared<Case>(
+                Case{&prim, desc, set + ":" + std::to_string(l.line) + ":" + dir_str(dir) + tag,
+                     dir, f.seed, check, f.timing, f.cache});
             for (const std::string& impl : probe->impls()) {
               const std::string bench_name = pre + "/" + impl + "/" + name;
               registered.push_back(bench_name);

@@ -71,7 +71,7 @@ class TypedProblem : public Problem {
   Dir dir() const override { return dir_; }
   double flops() const override { return d_.flops(dir_); }
   double bytes() const override { return d_.bytes(dir_); }
-  double peak_scale() const override { return dt_peak_scale(d_, 0); }
+  double peak_scale() const override { return pb::peak_scale(dt_of(d_, 0)); }
   std::string layout() const override { return Traits::layout(d_, dir_); }
 
   std::vector<std::string> impls() const override {
@@ -118,7 +118,7 @@ class TypedProblem : public Problem {
     if (outputs.size() != names.size())
       throw RuntimeError(impl + " returned " + std::to_string(outputs.size()) + " outputs, " +
                          prim() + " " + dir_str(dir_) + " has " + std::to_string(names.size()));
-    Tolerance tol = tolerance(tolerance_key(d_, 0), impl, Traits::exact_data(d_, dir_));
+    Tolerance tol = tolerance(tolerance_key(), impl, Traits::exact_data(d_, dir_));
     auto in = input_ptrs();
     Comparator cmp;
     bool sampled = flops() > ref_budget_flops && !have_ref_;
@@ -157,24 +157,21 @@ class TypedProblem : public Problem {
     for (const auto& t : inputs()) v.push_back(&t.tensor);
     return v;
   }
+  // The descriptor's data type (dtype.h), f32 for a primitive whose descriptor has none.
   template <class D>
-  static auto dt_peak_scale(const D& d, int) -> decltype(d.dt.in_str(), 1.0) {
-    return pb::peak_scale(d.dt);
+  static auto dt_of(const D& d, int) -> decltype(d.dt, DataType()) {
+    return d.dt;
   }
   template <class D>
-  static double dt_peak_scale(const D&, long) {
-    return 1;
+  static DataType dt_of(const D&, long) {
+    return DataType();
   }
-  // The tolerance table's key: the primitive, with ":<input type>" for a descriptor with a
-  // reduced data type (gemm:bf16).
-  template <class D>
-  static auto tolerance_key(const D& d, int) -> decltype(d.dt.in_str(), std::string()) {
-    return d.dt.is_f32() ? std::string(Traits::kPrim)
-                         : std::string(Traits::kPrim) + ":" + d.dt.in_str();
-  }
-  template <class D>
-  static std::string tolerance_key(const D&, long) {
-    return Traits::kPrim;
+  // The tolerance table's key: the primitive, with ":<input type>" for a reduced data type
+  // (gemm:bf16).
+  std::string tolerance_key() const {
+    const DataType dt = dt_of(d_, 0);
+    return dt.is_f32() ? std::string(Traits::kPrim)
+                       : std::string(Traits::kPrim) + ":" + dt.in_str();
   }
   static double total_outputs(const std::vector<Tensor>& v) {
     double n = 0;

@@ -1,0 +1,216 @@
+// cpu/packed reduced precision, the in-place path (packed_lowp_kernels.h's direct): op(A) = A
+// with at most kDirectMaxN columns of C.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+// GCC 12's false maybe-uninitialized reports on its own intrinsics (see packed_lowp.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/gemm/cpu/packed_lowp_kernels.h"
+
+namespace pb::lowp {
+namespace {
+
+// op(A) = A with at most kDirectMaxN columns of C (DeepBench's N = 1..64): A is read in place,
+// each weight once; packing it would cost more than the few products it feeds. Each thread takes
+// a range of 64-row blocks and walks the sum in chunks: per chunk and block, the G columns of
+// each k group are interleaved in registers (unpack within 128-bit lanes, which permutes the
+// rows: undone at the store) into an L1 buffer, and the kernel runs every group of up to 4
+// columns of C over it, each group's sums waiting in a small per-thread state between chunks.
+// Within a chunk the blocks follow each other, so the chunk's columns stream through contiguous
+// rows and the pages they touch stay in the TLB.
+constexpr int kDirectRows = 64, kDirectCols = 4;
+
+// A row's place in the interleaved block: vector q, element l (16 per vector) holds row
+// L * 16 + q * 4 + e (u8s8: four unpacks of 16-row lanes; L = l / 4, e = l % 4) or
+// (q / 2) * 32 + L * 8 + (q % 2) * 4 + e (bf16: two 32-row halves, unpacklo and unpackhi).
+inline int interleaved_row(int G, int q, int l) {
+  const int lane = l / 4, e = l % 4;
+  return G == 4 ? lane * 16 + q * 4 + e : (q / 2) * 32 + lane * 8 + (q % 2) * 4 + e;
+}
+
+// The chunk [p0, p1) of the 64-row block at a (rows past mv and k past g.k zero) interleaved
+// into u: 4 vectors per k group. u8s8 also adds the block's row sums (for the zero point) to
+// `sums` (4 vectors, in the interleaved order).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void interleave_u8s8(
+    const int8_t* a, int64_t lda, int64_t k, int mv, int64_t p0, int64_t p1, __m512i* u,
+    __m512i* sums) {
+  const __mmask64 rmask = mv >= 64 ? ~__mmask64(0) : (__mmask64(1) << mv) - 1;
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i s[4] = {sums[0], sums[1], sums[2], sums[3]};
+  for (int64_t p = p0; p < p1; p += 4, u += 4) {
+    __m512i x[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      x[q] = p + q < k ? _mm512_maskz_loadu_epi8(rmask, a + (p + q) * lda) : _mm512_setzero_si512();
+    const __m512i t0 = _mm512_unpacklo_epi8(x[0], x[1]), t1 = _mm512_unpackhi_epi8(x[0], x[1]);
+    const __m512i t2 = _mm512_unpacklo_epi8(x[2], x[3]), t3 = _mm512_unpackhi_epi8(x[2], x[3]);
+    u[0] = _mm512_unpacklo_epi16(t0, t2);
+    u[1] = _mm512_unpackhi_epi16(t0, t2);
+    u[2] = _mm512_unpacklo_epi16(t1, t3);
+    u[3] = _mm512_unpackhi_epi16(t1, t3);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) s[q] = dot(s[q], ones, u[q]);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) sums[q] = s[q];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void interleave_bf16(const uint16_t* a,
+                                                                          int64_t lda, int64_t k,
+                                                                          int mv, int64_t p0,
+                                                                          int64_t p1, __m512i* u) {
+  const __mmask32 m0 = mv >= 32 ? ~__mmask32(0) : (__mmask32(1) << mv) - 1;
+  const __mmask32 m1 = mv >= 64 ? ~__mmask32(0) : mv <= 32 ? 0 : (__mmask32(1) << (mv - 32)) - 1;
+  for (int64_t p = p0; p < p1; p += 2, u += 4) {
+    const uint16_t* c0 = a + p * lda;
+    const bool second = p + 1 < k;
+    const __m512i x0 = _mm512_maskz_loadu_epi16(m0, c0), y0 = _mm512_maskz_loadu_epi16(m1, c0 + 32);
+    const __m512i x1 = second ? _mm512_maskz_loadu_epi16(m0, c0 + lda) : _mm512_setzero_si512();
+    const __m512i y1 =
+        second ? _mm512_maskz_loadu_epi16(m1, c0 + lda + 32) : _mm512_setzero_si512();
+    u[0] = _mm512_unpacklo_epi16(x0, x1);
+    u[1] = _mm512_unpackhi_epi16(x0, x1);
+    u[2] = _mm512_unpacklo_epi16(y0, y1);
+    u[3] = _mm512_unpackhi_epi16(y0, y1);
+  }
+}
+
+// NV columns of C over ng interleaved groups: acc[j * 4 + q] += u[q] . b-word of column j.
+// bw: the columns' words, `ldw` apart per group.
+template <int G, int NV>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void direct_cols(
+    const __m512i* u, int64_t ng, const int32_t* bw, int64_t ldw, __m512i* state, bool first) {
+  __m512i acc[NV][4];
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[j][q] = first ? _mm512_setzero_si512() : state[j * 4 + q];
+  for (int64_t grp = 0; grp < ng; ++grp, u += 4, bw += ldw) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) {
+      const __m512i bj = _mm512_set1_epi32(bw[j]);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        if constexpr (G == 4)
+          acc[j][q] = dot(acc[j][q], bj, u[q]);
+        else  // the state holds fp32 lanes as integer vectors
+          acc[j][q] = _mm512_castps_si512(dot(_mm512_castsi512_ps(acc[j][q]), bj, u[q]));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) state[j * 4 + q] = acc[j][q];
+}
+
+// The finished sums of nv columns (state: 4 vectors per column, interleaved rows; u8s8: `sums`
+// the row sums) through the epilogue into C's columns col0.. .
+template <int G>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void direct_store(
+    const LowpGemm& g, const __m512i* state, const __m512i* sums, int nv, int64_t col0,
+    const float* scale, float beta_c, int64_t r0, int mv) {
+  Epilogue e{};
+  e.out = g.dt.out;
+  e.ldc = g.ldc;
+  e.alpha = g.alpha;
+  e.beta = beta_c;
+  const auto out_size = static_cast<size_t>(g.dt.out_bytes());
+  alignas(64) float vals[64], rows[64];
+  for (int j = 0; j < nv; ++j) {
+    for (int q = 0; q < 4; ++q) {
+      __m512i v = state[j * 4 + q];
+      if (G == 4) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(sums[q], _mm512_set1_epi32(g.b_zero)));
+      _mm512_store_ps(vals + 16 * q, G == 4 ? _mm512_cvtepi32_ps(v) : _mm512_castsi512_ps(v));
+    }
+    for (int q = 0; q < 4; ++q)
+      for (int l = 0; l < 16; ++l) rows[interleaved_row(G, q, l)] = vals[q * 16 + l];
+    for (int h = 0; h < 4 && 16 * h < mv; ++h) {
+      const __m512 f = _mm512_load_ps(rows + 16 * h);
+      e.scale = scale ? scale + r0 + 16 * h : nullptr;
+      e.c = static_cast<char*>(g.c) + ((col0 + j) * g.ldc + r0 + 16 * h) * out_size;
+      store_column<1>(&f, 0, mv - 16 * h, e);
+    }
+  }
+}
+
+template <int G>
+using ColsFn = void (*)(const __m512i*, int64_t, const int32_t*, int64_t, __m512i*, bool);
+
+}  // namespace
+
+template <class Tr>
+void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
+  using TB = typename Tr::TB;
+  constexpr int G = Tr::G;
+  const TB* b = static_cast<const TB*>(g.b);
+  const int64_t ng = ceil_div(g.k, G);
+  // op(B) as words of G consecutive k (zero past k), ldw per group: broadcast as they are.
+  const int64_t ldw = ceil_div(g.n, kDirectCols) * kDirectCols;
+  static thread_local std::vector<uint8_t> bw_buf;
+  int32_t* bw = scratch<int32_t>(bw_buf, ng * ldw);
+  for (int64_t grp = 0; grp < ng; ++grp)
+    for (int64_t j = 0; j < ldw; ++j) {
+      TB w[G] = {};
+      for (int q = 0; q < G && j < g.n && grp * G + q < g.k; ++q) {
+        const int64_t p = grp * G + q;
+        w[q] = g.tb ? b[p * g.ldb + j] : b[j * g.ldb + p];
+      }
+      std::memcpy(bw + grp * ldw + j, w, 4);
+    }
+  static constexpr ColsFn<G> cols[kDirectCols] = {direct_cols<G, 1>, direct_cols<G, 2>,
+                                                  direct_cols<G, 3>, direct_cols<G, 4>};
+  // Chunks of the sum: short while N is small (the chunk's columns are the streams the
+  // prefetchers follow: 32 measured best of 4..64 on 7680 x {1, 4} x 2560), longer when each
+  // interleaved chunk serves many columns (the states' loads and stores amortised).
+  const int64_t kc = g.n <= 4 ? 32 : 128;
+  const int64_t n_cg = ceil_div(g.n, kDirectCols);
+  const int64_t blocks = ceil_div(g.m, kDirectRows);
+  const int threads = static_cast<int>(std::min<int64_t>(nt, blocks));
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const int t = omp_get_thread_num(), tn = omp_get_num_threads();
+    const int64_t b0 = blocks * t / tn, b1 = blocks * (t + 1) / tn;
+    // Per block: 4 vectors per column of C, and 4 of row sums (u8s8).
+    const int64_t per_block = n_cg * kDirectCols * 4 + 4;
+    static thread_local std::vector<uint8_t> state_buf, u_buf;
+    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block);
+    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4);
+    for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
+      const int64_t p1 = std::min(g.k, p0 + kc), ngc = ceil_div(p1 - p0, G);
+      const bool first = p0 == 0, last = p1 == g.k;
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t r0 = blk * kDirectRows;
+        const int mv = static_cast<int>(std::min<int64_t>(kDirectRows, g.m - r0));
+        __m512i* st = state + (blk - b0) * per_block;
+        __m512i* sums = st + n_cg * kDirectCols * 4;
+        if constexpr (G == 4) {
+          if (first)
+            for (int q = 0; q < 4; ++q) sums[q] = _mm512_setzero_si512();
+          interleave_u8s8(static_cast<const int8_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, sums);
+        } else {
+          interleave_bf16(static_cast<const uint16_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u);
+        }
+        for (int64_t cg = 0; cg < n_cg; ++cg) {
+          const int nv = static_cast<int>(std::min<int64_t>(kDirectCols, g.n - cg * kDirectCols));
+          __m512i* sc = st + cg * kDirectCols * 4;
+          cols[nv - 1](u, ngc, bw + (p0 / G) * ldw + cg * kDirectCols, ldw, sc, first);
+          if (last) direct_store<G>(g, sc, sums, nv, cg * kDirectCols, scale, beta_c, r0, mv);
+        }
+      }
+    }
+  }
+}
+
+template void direct<Bf16>(const LowpGemm&, const float*, float, int);
+template void direct<U8s8>(const LowpGemm&, const float*, float, int);
+
+}  // namespace pb::lowp
+#pragma GCC diagnostic pop
+#endif
