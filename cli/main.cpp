@@ -19,6 +19,8 @@ const char* kUsage =
     "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"
     "                     [--find-cache FILE|off] [--busbw GB/s | --allreduce-json F[,F..]]\n"
     "                     [--seed S] [--check] [--composed]\n"
+    "                     [--data-parallel [--allreduce IMPL] [--bucket-mb MB] [--no-overlap]\n"
+    "                      [--wait-sleep-us US] [--dp-timeout S]]   (under mpirun, with --train)\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"
     "             3 the implementation is unavailable or does not support the shape\n";
 

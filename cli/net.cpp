@@ -21,6 +21,10 @@
 
 namespace pb::cli {
 
+// cli/net_dp.cpp: --data-parallel under mpirun.
+int net_data_parallel(const NetCliOptions& o, const Network& net, NetOptions opt,
+                      const std::vector<Busbw>& busbw, const std::string& busbw_source);
+
 int cmd_net(int argc, char** argv) {
   const NetCliOptions o = parse_net_options(argc, argv);
   if (o.list) {
@@ -73,6 +77,7 @@ int cmd_net(int argc, char** argv) {
     std::sort(per_p.begin(), per_p.end(),
               [](const Busbw& x, const Busbw& y) { return x.ranks < y.ranks; });
   }
+  if (o.data_parallel) return net_data_parallel(o, net, opt, per_p, source);
   Executor ex(net, opt);
   // --check: one step against the same network composed of the fp64 reference kernels (same
   // seed, weights and batch): the output (logits) normwise and the loss, and in training every

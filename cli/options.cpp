@@ -41,10 +41,12 @@ RunOptions parse_run_options(int argc, char** argv) {
 }
 
 NetCliOptions parse_net_options(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2,
-                      {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
-                       "--find-cache", "--busbw", "--allreduce-json", "--seed"},
-                      {"--train", "--list", "--check", "--composed"});
+  Args a =
+      parse_args(argc, argv, 2,
+                 {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
+                  "--find-cache", "--busbw", "--allreduce-json", "--seed", "--allreduce",
+                  "--bucket-mb", "--wait-sleep-us", "--dp-timeout"},
+                 {"--train", "--list", "--check", "--composed", "--data-parallel", "--no-overlap"});
   NetCliOptions o;
   o.list_asked = a.has("--list");
   o.list = o.list_asked || a.positional.empty();
@@ -77,6 +79,30 @@ NetCliOptions parse_net_options(int argc, char** argv) {
     throw InputError("--allreduce-json", "needs files or folders");
   if (a.has("--busbw") && a.has("--allreduce-json"))
     throw InputError("--allreduce-json", "give --busbw or --allreduce-json, not both");
+  o.data_parallel = a.has("--data-parallel");
+  for (const char* f :
+       {"--no-overlap", "--allreduce", "--bucket-mb", "--wait-sleep-us", "--dp-timeout"})
+    if (a.has(f) && !o.data_parallel) throw InputError(f, "applies with --data-parallel only");
+  if (o.data_parallel && !o.train)
+    throw InputError("--data-parallel", "trains: give --train as well");
+  if (o.data_parallel && o.check)
+    throw InputError("--check", "check the network alone first (without --data-parallel)");
+  o.overlap = !a.has("--no-overlap");
+  o.allreduce = a.get("--allreduce", "mpi/ring");
+  if (o.allreduce.empty()) throw InputError("--allreduce", "needs an implementation name");
+  auto positive = [&](const char* flag, double fallback, double hi) {
+    if (!a.has(flag)) return fallback;
+    const std::string v = a.get(flag, "");
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end || !std::isfinite(x) || !(x > 0) || x > hi)
+      throw InputError(flag,
+                       "needs a positive number up to " + std::to_string(hi) + ", got '" + v + "'");
+    return x;
+  };
+  o.bucket_mb = positive("--bucket-mb", 25, 1e6);
+  if (a.has("--dp-timeout")) o.dp_timeout = positive("--dp-timeout", 60, 1e6);
+  o.wait_sleep_us = a.get_int("--wait-sleep-us", 50, 0, 1000000);
   return o;
 }
 

@@ -35,6 +35,13 @@ struct NetCliOptions {
   bool train = false, composed = false, check = false;
   double busbw = 0;            // --busbw GB/s, 0 when not given
   std::string allreduce_json;  // --allreduce-json files or folders, "" when not given
+  // --data-parallel (with --train, under mpirun): kernels/net/data_parallel.h.
+  bool data_parallel = false;
+  bool overlap = true;                 // --no-overlap: false
+  std::string allreduce = "mpi/ring";  // --allreduce
+  double bucket_mb = 25;               // --bucket-mb
+  int wait_sleep_us = 50;              // --wait-sleep-us
+  std::optional<double> dp_timeout;    // --dp-timeout seconds (else PRIMBENCH_DP_TIMEOUT, 60)
 };
 NetCliOptions parse_net_options(int argc, char** argv);
 

@@ -3,6 +3,7 @@
 #include "kernels/allreduce/world.h"
 
 #include "kernels/core/error.h"
+#include "kernels/core/threads.h"
 
 namespace pb::world {
 
@@ -27,6 +28,20 @@ void require_all_ok(bool ok, const std::string& what, const std::string& local_r
 }
 bool same_on_all_ranks(uint64_t) {
   return true;
+}
+void require_same_text(const std::string&, const std::string&) {}
+bool serialized_threads() {
+  return true;
+}
+void sleeping_barrier(double) {}
+MachineShare machine_share() {
+  MachineShare m;
+  m.cpus = affinity_cpus();
+  return m;
+}
+void set_wait_sleep_us(int) {}
+int wait_sleep_us() {
+  return 0;
 }
 std::string library_version() {
   return "built without MPI";

@@ -2,6 +2,10 @@
 #include "kernels/core/threads.h"
 
 #include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
 
 #include <cstdlib>
 #include <string>
@@ -43,6 +47,12 @@ void init_threads_from_env() {
 
 int threads() {
   return omp_get_max_threads();
+}
+
+int affinity_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 SerialBlasScope::SerialBlasScope() {

@@ -11,6 +11,8 @@ void init_threads_from_env();
 void set_threads(int n);
 // The thread count in force (OpenMP's max threads).
 int threads();
+// The CPUs this process may run on (its affinity mask; the hardware's count where unreadable).
+int affinity_cpus();
 
 // Makes BLAS calls in its scope single-threaded, so that each OpenMP thread can run its own
 // GEMM. With OpenBLAS's OpenMP build nothing needs doing: a call inside a parallel region runs

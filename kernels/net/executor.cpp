@@ -151,15 +151,18 @@ void Executor::Impl::pull() {
   host_stale = false;
 }
 void Executor::Impl::push() {
-  if (!dev || !push_due) return;
+  if (!dev || (!push_due && !push_weights)) return;
   auto up = [this](const Tensor& t) {
     auto it = mirror.find(&t);
     if (it != mirror.end()) dev->upload(t, it->second);
   };
-  up(st[0].own);
-  up(labels);
-  for (State& s : st)
-    for (const Tensor* t : {&s.w, &s.b, &s.scale, &s.shift, &s.r}) up(*t);
+  if (push_due) {
+    up(st[0].own);
+    up(labels);
+  }
+  if (push_weights)
+    for (State& s : st)
+      for (const Tensor* t : {&s.w, &s.b, &s.scale, &s.shift, &s.r}) up(*t);
 }
 
 template <class Traits, class Desc>
@@ -349,7 +352,9 @@ void Executor::Impl::calibrate() {
         dev->upload(*c.var, on_device(c.var));
       }
     }
-    calls[i]->run();
+    // Training: the weights stay as initialised until the first step (data-parallel ranks
+    // start from the same ones).
+    if (calls[i]->info.phase != "sgd") calls[i]->run();
   }
   host_stale = dev != nullptr;
 }
@@ -432,134 +437,25 @@ void Executor::Impl::refuse_if_weights_changed() {
 
 Executor::~Executor() = default;
 
-double Executor::step() {
+double Executor::step(StepObserver* observer) {
   p_->push();
   if (p_->opt.train) {
     ++p_->weights_version;  // the last step's SGD update changed them
     ++p_->steps_run;        // a new dropout mask
   }
   p_->refuse_if_weights_changed();
+  const size_t update = p_->opt.train ? update_begin() : p_->calls.size() + 1;
   const double t0 = now_ms();
   for (size_t i = 0; i < p_->calls.size(); ++i) {
+    if (observer && i == update) observer->before_update();
     const double a = now_ms();
     p_->calls[i]->run();
     p_->infos[i].last_ms = now_ms() - a;
+    if (observer) observer->after_call(i);
   }
+  if (observer && update == p_->calls.size()) observer->before_update();
   p_->host_stale = p_->dev != nullptr;
   return now_ms() - t0;
-}
-
-const std::string& Executor::composition() const {
-  return p_->composition;
-}
-int Executor::reorders() const {
-  return p_->reorders;
-}
-
-const std::string& Executor::residency() const {
-  return p_->residency;
-}
-
-double Executor::loss() const {
-  p_->pull();
-  for (size_t l = 0; l < p_->st.size(); ++l)
-    if (p_->st[l].loss) {
-      const Tensor& t = *p_->st[l].loss;
-      double s = 0;
-      for (int64_t i = 0; i < t.size(); ++i) s += t[i];
-      return s / static_cast<double>(t.size());
-    }
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-const Tensor& Executor::output() const {
-  p_->pull();
-  const Network& n = p_->net;
-  size_t l = n.layers.size() - 1;
-  if (n.has_loss()) l = n.layers[l].inputs[0];
-  return *p_->st[l].act;
-}
-
-std::vector<double> Executor::isolated_ms(int reps) {
-  std::vector<double> v;
-  for (auto& c : p_->calls) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < std::max(1, reps); ++r) best = std::min(best, Impl::time_once(*c));
-    v.push_back(best);
-  }
-  p_->host_stale = p_->dev != nullptr;
-  return v;
-}
-
-const std::vector<CallInfo>& Executor::calls() const {
-  return p_->infos;
-}
-const Network& Executor::network() const {
-  return p_->net;
-}
-int Executor::fallbacks() const {
-  return p_->fallbacks;
-}
-Tensor& Executor::input() {
-  p_->pull();
-  p_->push_due = true;
-  return p_->st[0].own;
-}
-Tensor& Executor::labels() {
-  p_->pull();
-  p_->push_due = true;
-  return p_->labels;
-}
-
-int64_t Executor::baseline_rss_bytes() const {
-  return p_->baseline_rss;
-}
-size_t Executor::baseline_device_bytes() const {
-  return p_->baseline_device;
-}
-
-size_t Executor::planned_bytes() const {
-  size_t b = p_->labels.bytes();
-  for (const auto& c : p_->calls) b += c->bytes();
-  for (const auto& c : p_->retired) b += c->bytes();
-  for (const auto& s : p_->st)
-    for (const Tensor* t :
-         {&s.own, &s.w, &s.b, &s.scale, &s.shift, &s.rmean, &s.rvar, &s.r, &s.h0, &s.c0,
-          &s.dw_fc_bias, &s.own_grad, &s.zeros, &s.zeros_w, &s.zeros_d, &s.dx})
-      b += t->bytes();
-  for (const auto& s : p_->st)
-    for (const Tensor& t : s.parts) b += t.bytes();
-  return b;
-}
-
-std::vector<std::pair<std::string, Tensor*>> Executor::params() {
-  p_->pull();
-  p_->push_due = true;
-  ++p_->weights_version;  // the caller may change them
-  std::vector<std::pair<std::string, Tensor*>> v;
-  for (size_t l = 0; l < p_->st.size(); ++l) {
-    auto& s = p_->st[l];
-    const std::string& n = p_->net.layers[l].name;
-    if (s.w.size()) v.push_back({n + ".w", &s.w});
-    if (s.b.size()) v.push_back({n + ".b", &s.b});
-    if (s.scale.size()) v.push_back({n + ".scale", &s.scale});
-    if (s.shift.size()) v.push_back({n + ".shift", &s.shift});
-    if (s.r.size()) v.push_back({n + ".R", &s.r});
-  }
-  return v;
-}
-
-std::vector<const Tensor*> Executor::param_grads() {
-  p_->pull();
-  std::vector<const Tensor*> v;
-  for (auto& s : p_->st) {
-    if (s.w.size()) v.push_back(s.dw);
-    if (s.b.size()) v.push_back(s.db);
-    if (s.scale.size()) v.push_back(s.dscale);
-    if (s.shift.size()) v.push_back(s.dshift);
-    if (s.r.size()) v.push_back(s.dr);
-  }
-  return v;
 }
 
 }  // namespace pb

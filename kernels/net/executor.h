@@ -23,8 +23,11 @@ struct NetOptions {
   // algorithm name ("im2col", "winograd_f4", ...) used by every call that supports it.
   std::string policy = "best";
   bool train = false;
-  float lr = 0.01f;        // SGD step on the mean loss over the batch
-  uint64_t seed = 1;       // weights and the synthetic batch
+  float lr = 0.01f;   // SGD step on the mean loss over the batch
+  uint64_t seed = 1;  // weights and the synthetic batch
+  // The synthetic batch (input, labels) and dropout's masks from this seed instead of `seed`
+  // when not 0: data-parallel ranks share the weights' seed and draw batches of their own.
+  uint64_t data_seed = 0;
   std::string find_cache;  // "" = $PRIMBENCH_FIND_CACHE, else ~/.cache/primbench/find.tsv
   // Backend onednn: compose oneDNN's primitives layer by layer through NCHW (as every other
   // backend) instead of the fused plan in oneDNN's own layouts (the default, inference and
@@ -42,6 +45,15 @@ struct CallInfo {
   double flops = 0;
 };
 
+// Sees a step from inside (data-parallel training): after_call(i) once call i has run;
+// before_update() before the first SGD update call (training), when every gradient is final.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  virtual void after_call(size_t) {}
+  virtual void before_update() {}
+};
+
 class Executor {
  public:
   Executor(const Network& net, const NetOptions& opt);
@@ -50,7 +62,13 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // One inference pass or one training step (per options); returns its wall time in ms.
-  double step();
+  // `observer`, when given, is called between the calls (its time is in the step's).
+  double step(StepObserver* observer = nullptr);
+  // Training: the index of the first SGD update call (the updates run last).
+  size_t update_begin() const;
+  // Training: for each trainable tensor (params() order), the call after which its gradient is
+  // final: the last call of its layer before the updates.
+  std::vector<size_t> grad_ready_after() const;
   // The mean cross-entropy loss of the last step (training, or inference with a loss layer).
   double loss() const;
   // The last layer's input of the loss (logits) or the last layer's output (no loss layer).
@@ -81,11 +99,18 @@ class Executor {
   // For checks: the network's input and labels (set before step()), every trainable tensor
   // and its gradient after a training step (same order), named "<layer>.<what>". On the device
   // these are host copies, downloaded by any of these calls after a step (untimed); once the
-  // input, labels or weights were handed out, every step first uploads them (untimed).
+  // input or labels were handed out, every step first uploads them (untimed), and once the
+  // weights were (params()), every step uploads them too.
   Tensor& input();
   Tensor& labels();
   std::vector<std::pair<std::string, Tensor*>> params();
   std::vector<const Tensor*> param_grads();
+  // The trainable tensors for reading only (host copies downloaded first, as params() does,
+  // but nothing is uploaded before the next step).
+  std::vector<std::pair<std::string, const Tensor*>> param_values();
+  // Backend ocl with every tensor on the device: the device buffer (a cl_mem) holding host
+  // tensor t (a weight, a gradient); nullptr when t lives on the host.
+  void* device_buffer(const Tensor* t) const;
 
   struct Impl;
 

@@ -64,9 +64,13 @@ struct Executor::Impl {
   std::unordered_map<const Tensor*, void*> mirror;
   std::string residency;    // "device", or why not
   bool host_stale = false;  // the device holds newer contents than the host copies
-  // The host's input, labels or weights were handed out for writing: from then on every step
-  // uploads them first (untimed), since the caller may write them at any time.
+  // The host's input or labels were handed out for writing: from then on every step uploads
+  // them first (untimed), since the caller may write them at any time (no step changes them).
   bool push_due = false;
+  // The weights were handed out (params()): every step uploads them too. Apart from push_due,
+  // so that handing out the input does not put the host's (stale) weights over the device's
+  // updated ones at every step.
+  bool push_weights = false;
   // Moves when the weights may have changed (each training step, params()): calls redo weights().
   int weights_version = 0;
   // Training steps run (dropout draws a new mask each step from the seed and this count).

@@ -42,12 +42,14 @@ void Executor::Impl::plan_forward(size_t l) {
   Layer& L = net.layers[l];
   State& s = st[l];
   const uint64_t seed = mix_seed(opt.seed, l);
+  // The batch and dropout's masks: per data-parallel rank when data_seed is given.
+  const uint64_t data = mix_seed(opt.data_seed ? opt.data_seed : opt.seed, l);
   const Tensor* x = L.inputs.empty() ? nullptr : st[L.inputs[0]].act;
   const int64_t mb = net.mb;
   switch (L.kind) {
     case LayerKind::input: {
       s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
-      fill_uniform(s.own, seed, -1, 1);
+      fill_uniform(s.own, data, -1, 1);
       s.act = &s.own;
       break;
     }
@@ -147,7 +149,7 @@ void Executor::Impl::plan_forward(size_t l) {
         break;
       }
       s.own = Tensor({mb, L.out.c, L.out.h, L.out.w});
-      s.drop_seed = mix_seed(seed, 3);  // the backward draws the same mask from it
+      s.drop_seed = mix_seed(data, 3);  // the backward draws the same mask from it
       const uint64_t dseed = s.drop_seed;
       const uint64_t* step = &steps_run;
       add_native(
@@ -188,7 +190,7 @@ void Executor::Impl::plan_forward(size_t l) {
     }
     case LayerKind::loss: {
       labels = Tensor({mb, 1, 1});
-      fill_uniform(labels, mix_seed(seed, 7), 0, static_cast<float>(L.act.ic));
+      fill_uniform(labels, mix_seed(data, 7), 0, static_cast<float>(L.act.ic));
       for (int64_t i = 0; i < labels.size(); ++i)
         labels[i] = std::min(std::floor(labels[i]), static_cast<float>(L.act.ic - 1));
       const auto& c = add<ActTraits>(L.name, "fwd", L.act, Dir::fwd, {x, &labels});

@@ -197,8 +197,15 @@ cl_device_id device() {
 cl_context context() {
   return usable().context;
 }
+namespace {
+thread_local cl_command_queue t_queue = nullptr;
+}  // namespace
+
 cl_command_queue queue() {
-  return usable().queue;
+  return t_queue ? t_queue : usable().queue;
+}
+void set_thread_queue(cl_command_queue q) {
+  t_queue = q;
 }
 const DeviceInfo& device_info() {
   return usable().info;

@@ -43,6 +43,10 @@ bool fp64_forced_off();
 cl_device_id device();
 cl_context context();
 cl_command_queue queue();
+// While set on a thread (not nullptr), queue() there returns `q` instead of the shared queue: a
+// communication thread's transfers and kernels beside the main thread's (data-parallel
+// training). finish() waits for the calling thread's queue.
+void set_thread_queue(cl_command_queue q);
 const DeviceInfo& device_info();
 // One line for benchmark context: "<device> (<vendor>), <platform> <platform version>, driver ..".
 // "unavailable: <reason>" when no device is usable. Never throws.

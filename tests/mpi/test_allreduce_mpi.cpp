@@ -14,6 +14,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
 #include "kernels/core/problem.h"
+#include "tests/mpi/mpi_gtest_main.h"
 
 namespace pb {
 namespace {
@@ -106,32 +107,9 @@ TEST(AllreduceMpi, InputsDifferPerRankAndSeedRegeneratesThem) {
   }
 }
 
-// On ranks other than 0 only failures are printed, prefixed with the rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace pb
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  const int rank = pb::world::rank();  // initialises MPI before any test
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new pb::FailurePrinter(rank));
-  }
-  const int rc = RUN_ALL_TESTS();
-  // Every rank's verdict counts.
-  return pb::world::max_over_ranks(rc);
+  return pb::run_mpi_gtests(argc, argv);
 }

@@ -15,6 +15,12 @@ namespace pb::world {
 MPI_Comm comm();
 // Throws RuntimeError "<call> failed: <MPI error string>" when err != MPI_SUCCESS.
 void check(int err, const char* call);
+// Waits for n requests as set_wait_sleep_us() says for this thread (MPI_Waitall, or tests with
+// sleeps between them); `call` names the wait in errors.
+void wait_all(int n, MPI_Request* reqs, const char* call);
+inline void wait(MPI_Request* req, const char* call) {
+  wait_all(1, req, call);
+}
 }  // namespace pb::world
 
 namespace pb {
@@ -31,6 +37,7 @@ class HostAllreduce : public AllreduceImpl {
   }
   void plan(const AllreduceDesc& d, Dir, const std::vector<const Tensor*>& in) override;
   std::vector<Tensor> result() override;
+  const Tensor* output_view(size_t i) const override { return i == 0 ? &y_ : nullptr; }
 
  protected:
   AllreduceDesc d_;

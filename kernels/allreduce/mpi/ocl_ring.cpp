@@ -22,13 +22,20 @@ constexpr size_t kWg = 64;
 // slots. Times the staging copies and the reduction kernels of the last run().
 class OclRingPort : public RingPort {
  public:
-  void prepare(int64_t n, int64_t slot_elems, const Tensor& x) {
+  // X is uploaded from `x`, or read in place from the caller's buffer `bound` (not nullptr).
+  void prepare(int64_t n, int64_t slot_elems, const Tensor& x, void* bound) {
     const size_t bytes = std::max<size_t>(sizeof(float), static_cast<size_t>(n) * sizeof(float));
     const size_t sbytes =
         std::max<size_t>(sizeof(float), static_cast<size_t>(slot_elems) * sizeof(float));
-    x_ = ocl::Buffer(bytes, CL_MEM_READ_ONLY);
+    if (bound) {
+      x_ = ocl::Buffer::shared(static_cast<cl_mem>(bound));
+      if (x_.bytes() < static_cast<size_t>(n) * sizeof(float))
+        throw RuntimeError("ocl/ring: the bound input buffer holds fewer than n floats");
+    } else {
+      x_ = ocl::Buffer(bytes, CL_MEM_READ_ONLY);
+      if (n > 0) x_.upload(x.data(), static_cast<size_t>(n) * sizeof(float));
+    }
     y_ = ocl::Buffer(bytes);
-    if (n > 0) x_.upload(x.data(), static_cast<size_t>(n) * sizeof(float));
     for (int s = 0; s < 2; ++s) {
       t_[s] = ocl::Buffer(sbytes);
       hsend_[s].assign(static_cast<size_t>(slot_elems), 0.0f);
@@ -75,6 +82,7 @@ class OclRingPort : public RingPort {
   }
 
   void reset_times() { staging_s_ = kernel_s_ = 0; }
+  void* y_buffer() const { return y_.get(); }
   double staging_s() const { return staging_s_; }
   double kernel_s() const { return kernel_s_; }
   double build_ms() const { return build_ms_; }
@@ -115,7 +123,7 @@ class OclRingAllreduce : public AllreduceImpl {
     // A device may be missing (or fail) on some ranks only: agree before communicating.
     std::string why;
     try {
-      port_.prepare(d.n, slot_elems_, *in[0]);
+      port_.prepare(d.n, slot_elems_, *in[0], bound_);
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -128,6 +136,13 @@ class OclRingAllreduce : public AllreduceImpl {
     run_s_ = now_seconds() - t0;
   }
   void sync() override { ocl::finish(); }
+  // X from the caller's device buffer (kernels/net's data-parallel buckets), read in place.
+  bool bind_device(const std::vector<void*>& dev) override {
+    bound_ = dev.empty() ? nullptr : dev[0];
+    return true;
+  }
+  bool reads_inputs_in_place() const override { return bound_ != nullptr; }
+  void* device_output(size_t i) const override { return i == 0 ? port_.y_buffer() : nullptr; }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(port_.download_y());
@@ -148,6 +163,7 @@ class OclRingAllreduce : public AllreduceImpl {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int64_t slot_elems_ = 0;
   OclRingPort port_;
+  void* bound_ = nullptr;  // the caller's X buffer (bind_device), or nullptr: X uploaded
   double run_s_ = 0;
 };
 

@@ -83,8 +83,7 @@ void ring_allreduce(int64_t n, RingPort& port, MPI_Comm comm, int64_t chunk) {
                  "MPI_Isend");
   };
   auto wait_all = [](Step& s) {
-    world::check(MPI_Waitall(static_cast<int>(s.reqs.size()), s.reqs.data(), MPI_STATUSES_IGNORE),
-                 "MPI_Waitall");
+    world::wait_all(static_cast<int>(s.reqs.size()), s.reqs.data(), "MPI_Waitall");
   };
 
   Step recv = make_step(0, false), send = make_step(0, true);
@@ -99,7 +98,7 @@ void ring_allreduce(int64_t n, RingPort& port, MPI_Comm comm, int64_t chunk) {
     if (!last) next_recv = make_step(t + 1, false);
     if (!last && !defer) post_recvs(t + 1, next_recv);
     for (size_t j = 0; j < recv.reqs.size(); ++j) {
-      world::check(MPI_Wait(&recv.reqs[j], MPI_STATUS_IGNORE), "MPI_Wait");
+      world::wait(&recv.reqs[j], "MPI_Wait");
       const int64_t soff = static_cast<int64_t>(j) * chunk;
       port.received(recv.begin + soff, chunk_len(recv, j), reduces(t), t % 2, soff);
       if (!last) post_send(t + 1, next_send, j);  // the chunk just reduced moves on

@@ -2,11 +2,19 @@
 // collectives (see world.h), and the HostAllreduce base of the MPI implementations.
 #include "kernels/allreduce/world.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "kernels/allreduce/mpi/comm.h"
 #include "kernels/core/error.h"
@@ -18,6 +26,7 @@ namespace {
 struct State {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
+  int thread_level = MPI_THREAD_SINGLE;
   bool we_initialised = false;
 };
 
@@ -34,10 +43,15 @@ State& state() {
       // read only at MPI_Init; with no algorithm forced and no rules file they decide as the
       // fixed rules do. The environment's own setting wins.
       setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
+      // SERIALIZED: data-parallel training calls MPI from its communication thread while the
+      // main thread does not (Open MPI takes no locks below MPI_THREAD_MULTIPLE).
       int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      s.thread_level = provided;
       s.we_initialised = true;
       std::atexit(finalize_at_exit);
+    } else {
+      MPI_Query_thread(&s.thread_level);
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &s.comm);
     // Errors come back as codes (checked by check()), so they can be reported with a message.
@@ -139,6 +153,78 @@ bool same_on_all_ranks(uint64_t hash) {
   return out[0] == hash && out[1] == ~hash;  // max == min
 }
 
+void require_same_text(const std::string& text, const std::string& field) {
+  const uint64_t h = std::hash<std::string>{}(text);
+  if (same_on_all_ranks(h)) return;
+  throw InputError(field, "differs across ranks: this rank (" + std::to_string(rank()) + " of " +
+                              std::to_string(size()) + ") has '" + text +
+                              "'; every rank must pass the same value");
+}
+
+bool serialized_threads() {
+  return started().thread_level >= MPI_THREAD_SERIALIZED;
+}
+
+void sleeping_barrier(double poll_ms) {
+  MPI_Request req;
+  check(MPI_Ibarrier(comm(), &req), "MPI_Ibarrier");
+  const auto pause = std::chrono::microseconds(std::max<long>(1, std::lround(poll_ms * 1e3)));
+  for (int done = 0;;) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test(barrier)");
+    if (done) return;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+MachineShare machine_share() {
+  std::string id;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  if (!(f >> id)) {  // no procfs: the host name decides
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    id.assign(host, len);
+  }
+  // The ranks of this machine in one communicator, their CPU masks OR-ed there.
+  const int color = static_cast<int>(std::hash<std::string>{}(id)&0x3fffffff);
+  MPI_Comm here;
+  check(MPI_Comm_split(comm(), color, rank(), &here), "MPI_Comm_split(machine)");
+  MachineShare m;
+  MPI_Comm_size(here, &m.ranks);
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_SET(0, &mine);
+  const int err = MPI_Allreduce(&mine, &all, sizeof(cpu_set_t), MPI_BYTE, MPI_BOR, here);
+  MPI_Comm_free(&here);
+  check(err, "MPI_Allreduce(cpus)");
+  m.cpus = std::max(1, CPU_COUNT(&all));
+  return m;
+}
+
+namespace {
+thread_local int t_wait_sleep_us = 0;
+}  // namespace
+
+void set_wait_sleep_us(int us) {
+  t_wait_sleep_us = std::max(0, us);
+}
+int wait_sleep_us() {
+  return t_wait_sleep_us;
+}
+
+void wait_all(int n, MPI_Request* reqs, const char* call) {
+  if (t_wait_sleep_us <= 0) {
+    check(MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE), call);
+    return;
+  }
+  const auto pause = std::chrono::microseconds(t_wait_sleep_us);
+  for (int done = 0;;) {
+    check(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE), call);
+    if (done) return;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
 std::string library_version() {
   char v[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -183,8 +269,7 @@ void exchange(const float* send, int64_t scount, int dest, float* recv, int64_t 
                            MPI_FLOAT, dest, tag, comm, &reqs.back()),
                  "MPI_Isend");
   }
-  world::check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
-               "MPI_Waitall");
+  world::wait_all(static_cast<int>(reqs.size()), reqs.data(), "MPI_Waitall");
 }
 
 void add_vectors(float* dst, const float* a, const float* b, int64_t n) {
