@@ -14,7 +14,6 @@
 #include "cli/options.h"
 #include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
-#include "kernels/core/grammar.h"
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
@@ -23,8 +22,16 @@
 
 namespace pb::cli {
 
-int net_data_parallel(const NetCliOptions& o, const Network& net, NetOptions opt,
-                      const std::vector<Busbw>& busbw, const std::string& busbw_source) {
+namespace {
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.10g", v);
+  return b;
+}
+
+int run(const NetCliOptions& o, const Network& net, NetOptions opt, const std::vector<Busbw>& busbw,
+        const std::string& busbw_source) {
   const int rank = world::rank(), ranks = world::size();
   std::string json = o.json;
   if (rank != 0) {  // rank 0 prints and saves; every rank reports its errors on stderr
@@ -48,10 +55,10 @@ int net_data_parallel(const NetCliOptions& o, const Network& net, NetOptions opt
       {"--seed", std::to_string(opt.seed)},
       {"--reps", std::to_string(o.reps)},
       {"--allreduce", o.allreduce},
-      {"--bucket-mb", number_str(o.bucket_mb)},
+      {"--bucket-mb", num(o.bucket_mb)},
       {"--no-overlap", o.overlap ? "overlap" : "no overlap"},
       {"--wait-sleep-us", std::to_string(o.wait_sleep_us)},
-      {"--dp-timeout", number_str(limit)},
+      {"--dp-timeout", num(limit)},
       {"--busbw/--allreduce-json", busbw_source.empty() ? "measured" : busbw_source},
   });
   // Threads: given, or the machine's cores shared by the ranks on it.
@@ -80,11 +87,26 @@ int net_data_parallel(const NetCliOptions& o, const Network& net, NetOptions opt
   std::fflush(stdout);
   if (!json.empty()) {
     std::string j = dp_json(r);
-    j = j.substr(0, j.rfind('}')) + ",\"mode\":\"train\",\"data_parallel\":true,\"context\":" +
-        environment_json() + "}";
+    j = j.substr(0, j.rfind('}')) +
+        ",\"mode\":\"train\",\"data_parallel\":true,\"context\":" + environment_json() + "}";
     write_file_atomic(json, j + "\n");
   }
   return 0;
+}
+
+}  // namespace
+
+int net_data_parallel(const NetCliOptions& o, const Network& net, NetOptions opt,
+                      const std::vector<Busbw>& busbw, const std::string& busbw_source) {
+  // Ending with a result or with its own one-line error: the watchdog has nothing more to say.
+  try {
+    const int rc = run(o, net, opt, busbw, busbw_source);
+    net::watchdog_stop();
+    return rc;
+  } catch (...) {
+    net::watchdog_stop();
+    throw;
+  }
 }
 
 }  // namespace pb::cli

@@ -28,8 +28,7 @@ namespace pb {
 namespace {
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Testing the fault paths (tests/cluster/dp_faults.sh): PRIMBENCH_INJECT_DP=<rank>:<what>:<step>
@@ -221,10 +220,8 @@ DataParallel::DataParallel(Executor& ex, const DataParallelOptions& o)
     names += (names.empty() ? "" : ", ") + e.name;
     if (e.name == o.allreduce) entry = &e;
   }
-  if (!entry)
-    throw InputError("--allreduce", "'" + o.allreduce + "' is not one of " + names);
-  if (!entry->unavailable().empty())
-    throw Unsupported(o.allreduce + ": " + entry->unavailable());
+  if (!entry) throw InputError("--allreduce", "'" + o.allreduce + "' is not one of " + names);
+  if (!entry->unavailable().empty()) throw Unsupported(o.allreduce + ": " + entry->unavailable());
   const bool on_device = o.allreduce.rfind("ocl/", 0) == 0;
 
   // Gradients in the order the backward finishes them (stable: a layer's tensors in order),
@@ -328,8 +325,7 @@ DpStepTimes DataParallel::step(int index) {
   const uint64_t h = weights_hash(p.ex);
   bool same = false;
   {
-    net::WatchdogWait wait("the weights check after step " + std::to_string(index),
-                           p.expected_s());
+    net::WatchdogWait wait("the weights check after step " + std::to_string(index), p.expected_s());
     same = world::same_on_all_ranks(h);
   }
   if (!same) {

@@ -55,8 +55,8 @@ class DataParallel {
 
   struct Bucket {
     int64_t elems = 0;
-    size_t ready_after = 0;             // the executor's call after which it is complete
-    std::vector<std::string> tensors;   // "<layer>.<what>", in the bucket's order
+    size_t ready_after = 0;            // the executor's call after which it is complete
+    std::vector<std::string> tensors;  // "<layer>.<what>", in the bucket's order
   };
   const std::vector<Bucket>& buckets() const;
   double gradient_bytes() const;

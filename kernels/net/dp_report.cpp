@@ -197,13 +197,14 @@ std::string dp_text(const DataParallelResult& r) {
        std::to_string(r.ranks) + " rank(s) (" + std::to_string(r.ranks_on_machine) +
        " on rank 0's machine, " + std::to_string(r.threads) + " thread(s) each, " +
        std::to_string(r.cores) + " cores), batch " + std::to_string(r.batch_per_rank) +
-       " per rank; " + r.allreduce + ", " + std::to_string(r.buckets) + " bucket(s) of <= " +
-       num(r.bucket_mb, "%g") + " MB, " + num(r.grad_bytes / 1e6, "%.1f") + " MB of gradients, " +
+       " per rank; " + r.allreduce + ", " + std::to_string(r.buckets) +
+       " bucket(s) of <= " + num(r.bucket_mb, "%g") + " MB, " + num(r.grad_bytes / 1e6, "%.1f") +
+       " MB of gradients, " +
        (r.overlap ? "overlapped with the backward" : "no overlap (after the backward)") + "\n";
   const DpStepTimes& m = r.median;
   s += "  measured step " + num(m.step_ms) + " ms (median of " + std::to_string(r.steps.size()) +
-       ", slowest rank): compute " + num(m.compute_ms) + " ms, all-reduce " +
-       num(m.allreduce_ms) + " ms, exposed communication " + num(m.exposed_ms) +
+       ", slowest rank): compute " + num(m.compute_ms) + " ms, all-reduce " + num(m.allreduce_ms) +
+       " ms, exposed communication " + num(m.exposed_ms) +
        " ms; weights identical on every rank after every step (hash, " + num(m.check_ms) +
        " ms after each)\n";
   s += "  one-rank step " + num(r.baseline_ms) + " ms (same threads): scaling efficiency " +
@@ -253,21 +254,22 @@ std::vector<std::pair<std::string, double>> dp_counters(const DataParallelResult
 }
 
 std::string dp_json(const DataParallelResult& r) {
-  std::string s = "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
-                  ",\"policy\":" + json_str(r.policy) + ",\"allreduce\":" + json_str(r.allreduce) +
-                  ",\"batch_per_rank\":" + json_num(static_cast<double>(r.batch_per_rank)) +
-                  ",\"cores\":" + json_num(r.cores) + ",\"wait_sleep_us\":" +
-                  json_num(r.wait_sleep_us) + ",\"items_per_s\":" + json_num(r.items_per_s) +
-                  ",\"busbw_from\":" + json_str(r.busbw_from) + ",\"warning\":" +
-                  json_str(r.warning);
+  std::string s =
+      "{\"network\":" + json_str(r.network) + ",\"backend\":" + json_str(r.backend) +
+      ",\"policy\":" + json_str(r.policy) + ",\"allreduce\":" + json_str(r.allreduce) +
+      ",\"batch_per_rank\":" + json_num(static_cast<double>(r.batch_per_rank)) +
+      ",\"cores\":" + json_num(r.cores) + ",\"wait_sleep_us\":" + json_num(r.wait_sleep_us) +
+      ",\"items_per_s\":" + json_num(r.items_per_s) + ",\"busbw_from\":" + json_str(r.busbw_from) +
+      ",\"warning\":" + json_str(r.warning);
   for (const auto& [k, v] : dp_counters(r)) s += "," + json_str(k) + ":" + json_num(v);
   s += ",\"steps\":[";
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const DpStepTimes& t = r.steps[i];
     s += std::string(i ? "," : "") + "{\"step_ms\":" + json_num(t.step_ms) +
-         ",\"compute_ms\":" + json_num(t.compute_ms) + ",\"allreduce_ms\":" +
-         json_num(t.allreduce_ms) + ",\"exposed_ms\":" + json_num(t.exposed_ms) +
-         ",\"check_ms\":" + json_num(t.check_ms) + "}";
+         ",\"compute_ms\":" + json_num(t.compute_ms) +
+         ",\"allreduce_ms\":" + json_num(t.allreduce_ms) +
+         ",\"exposed_ms\":" + json_num(t.exposed_ms) + ",\"check_ms\":" + json_num(t.check_ms) +
+         "}";
   }
   return s + "]}";
 }

@@ -32,6 +32,7 @@ struct Slot {
 
 Slot g_slots[kSlots];
 std::atomic<bool> g_started{false};
+std::atomic<bool> g_quiet{false};  // watchdog_stop(): the process reports its own end
 double g_limit = kDefaultWatchdogSeconds;
 char g_who[kText] = "primbench";
 // The main thread's phase, double-buffered so that the signal handler reads a whole string.
@@ -39,8 +40,7 @@ char g_phase[2][kText] = {{}, {}};
 std::atomic<int> g_phase_at{0};
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Appends s to buf (size kText * 3) without the C library's formatting: for the signal handler.
@@ -52,13 +52,22 @@ void append(char* buf, size_t cap, const char* s) {
 }
 
 void on_sigterm(int) {
+  if (g_quiet.load()) _exit(128 + SIGTERM);
   char line[3 * kText] = {};
   append(line, sizeof line, g_who);
   append(line, sizeof line, ": stopped by SIGTERM during ");
   const char* phase = g_phase[g_phase_at.load()];
   append(line, sizeof line, *phase ? phase : "its start");
+  bool first = true;
+  for (const Slot& s : g_slots)  // what its threads were waiting for
+    if (s.deadline.load() > 0) {
+      append(line, sizeof line, first ? " (waiting for: " : "; ");
+      append(line, sizeof line, s.what);
+      first = false;
+    }
+  if (!first) append(line, sizeof line, ")");
   append(line, sizeof line,
-         ": the MPI runtime ends every rank when one fails (mpirun's message names it)\n");
+         ": mpirun ends every rank when a rank or a host fails (its message says which)\n");
   ssize_t ignored = write(STDERR_FILENO, line, std::strlen(line));
   (void)ignored;
   _exit(128 + SIGTERM);
@@ -70,7 +79,7 @@ void watch() {
     const double t = now_s();
     for (Slot& s : g_slots) {
       const double d = s.deadline.load(std::memory_order_acquire);
-      if (d <= 0 || t < d) continue;
+      if (d <= 0 || t < d || g_quiet.load()) continue;
       std::fprintf(stderr,
                    "%s: watchdog: %s got no answer from the other ranks for %.0f s (limit %.0f s "
                    "beyond the %.1f s it may take; --dp-timeout, PRIMBENCH_DP_TIMEOUT): a rank "
@@ -113,6 +122,10 @@ void watchdog_phase(const std::string& what) {
   const int next = 1 - g_phase_at.load();
   std::snprintf(g_phase[next], kText, "%s", what.c_str());
   g_phase_at.store(next);
+}
+
+void watchdog_stop() {
+  g_quiet = true;
 }
 
 WatchdogWait::WatchdogWait(const std::string& what, double expected_s) {

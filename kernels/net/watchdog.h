@@ -19,6 +19,9 @@ double watchdog_seconds_from_env(double fallback);
 void watchdog_start(double limit_s, const std::string& who);
 // What the main thread is doing, for the SIGTERM line ("step 3: backward").
 void watchdog_phase(const std::string& what);
+// The run is over (finished, or ending with its own error message): no more watchdog lines, and
+// a SIGTERM from then on ends the process without one.
+void watchdog_stop();
 
 // A wait on other ranks, armed while this lives: when it lasts more than the limit plus
 // `expected_s` (what this wait may legitimately take: a slower rank's share of a step, its plan),

@@ -57,8 +57,7 @@ std::vector<Tensor> accumulated_change(const Network& net, const NetOptions& opt
     for (auto& e : ex) {
       const auto params = e->params();  // every replica at the same weights
       for (size_t k = 0; k < params.size(); ++k)
-        for (int64_t i = 0; i < w[k].size(); ++i)
-          (*params[k].second)[i] = w[k][i];
+        for (int64_t i = 0; i < w[k].size(); ++i) (*params[k].second)[i] = w[k][i];
       e->step();
       const std::vector<const Tensor*> g = e->param_grads();
       for (size_t k = 0; k < g.size(); ++k)
