@@ -15,7 +15,9 @@
 #include "kernels/allreduce/world.h"
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
+#include "kernels/core/threads.h"
 #include "kernels/net/data_parallel.h"
+#include "kernels/net/dp_report.h"
 #include "tests/mpi/mpi_gtest_main.h"
 
 namespace pb {
@@ -181,5 +183,8 @@ INSTANTIATE_TEST_SUITE_P(Nets, DataParallelTest, ::testing::ValuesIn(cases()), c
 }  // namespace pb
 
 int main(int argc, char** argv) {
+  // As primbench net --data-parallel: the ranks of a machine share its cores (OpenMP threads
+  // beyond them spin against each other's ranks).
+  pb::set_threads(pb::data_parallel_threads());
   return pb::run_mpi_gtests(argc, argv);
 }
