@@ -1,8 +1,13 @@
 // bench_networks: whole networks composed from the kernels (kernels/net), one benchmark per
 // (network, backend, policy, mode): net/<network>/<backend>/<policy>/<mode>. Each is planned
 // once (the `best` policy times every candidate on the first plan and caches the choice), then
-// every iteration is one inference pass or one training step, timed by hand.
+// every iteration is one inference pass or one training step, timed by hand. Under mpirun with
+// --primbench_ranks=P: data-parallel training across the P ranks instead (kernels/net/
+// data_parallel.h), net/<network>/<backend>/<policy>/train_dp/<allreduce>/<overlap>/ranks:P,
+// rank 0 reporting.
 #include <benchmark/benchmark.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,11 +18,14 @@
 #include <vector>
 
 #include "benchmarks/bench_common.h"
+#include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
+#include "kernels/net/dp_report.h"
 #include "kernels/net/report.h"
+#include "kernels/net/watchdog.h"
 
 namespace {
 
@@ -30,6 +38,11 @@ struct Flags {
   bool only_default = false;
   int batch = 0;
   std::string find_cache, layers_dir;
+  bool threads_given = false;
+  // Data-parallel mode (--primbench_ranks): the ranks, all-reduces, bucket size, overlap modes.
+  int ranks = 0;
+  std::vector<std::string> allreduces = {"mpi/ring"}, overlaps = {"1"};
+  double bucket_mb = 25;
 };
 
 // The quick default run: AlexNet both modes, ResNet-50 inference, FCN-5 training, on cpu/best
@@ -39,6 +52,7 @@ const std::vector<std::string> kDefault = {"alexnet/infer", "alexnet/train", "re
 
 Flags take_flags(int* argc, char** argv) {
   Flags f;
+  std::string dp_flag;  // a data-parallel flag given
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
     std::string a = argv[i];
@@ -48,6 +62,9 @@ Flags take_flags(int* argc, char** argv) {
     }
     const size_t eq = a.find('=');
     const std::string key = a.substr(0, eq), val = eq == std::string::npos ? "" : a.substr(eq + 1);
+    if (key == "--primbench_allreduce" || key == "--primbench_overlap" ||
+        key == "--primbench_bucket_mb")
+      dp_flag = key;
     if (key == "--primbench_nets" || key == "--primbench_sets")
       f.nets = split_list(val);
     else if (key == "--primbench_backends")
@@ -65,20 +82,37 @@ Flags take_flags(int* argc, char** argv) {
     else if (key == "--primbench_layers_dir")
       f.layers_dir = val;
     else if (key == "--primbench_threads")
-      pb::set_threads(flag_int(key, val, 1));
-    else if (key == "--primbench_seed" || key == "--primbench_check" || key == "--primbench_dirs" ||
-             key == "--primbench_timing" || key == "--primbench_cache")
+      pb::set_threads(flag_int(key, val, 1)), f.threads_given = true;
+    else if (key == "--primbench_ranks")
+      f.ranks = flag_int(key, val, 1);
+    else if (key == "--primbench_allreduce")
+      f.allreduces = split_list(val);
+    else if (key == "--primbench_overlap")
+      f.overlaps = split_list(val);
+    else if (key == "--primbench_bucket_mb") {
+      char* end = nullptr;
+      f.bucket_mb = std::strtod(val.c_str(), &end);
+      if (val.empty() || *end || !(f.bucket_mb > 0) || f.bucket_mb > 1e6)
+        throw pb::InputError(key, "needs a positive number of MB, got '" + val + "'");
+    } else if (key == "--primbench_seed" || key == "--primbench_check" ||
+               key == "--primbench_dirs" || key == "--primbench_timing" ||
+               key == "--primbench_cache")
       continue;  // accepted for tools/bench's common flags; they do not apply here
     else
       throw pb::InputError(key,
                            "unknown flag (bench_networks: --primbench_nets, _backends, "
                            "_policies, _modes, _default, _batch, _find_cache, _layers_dir, "
-                           "_threads)");
+                           "_threads, _ranks, _allreduce, _overlap, _bucket_mb)");
   }
   *argc = out;
   for (const auto& m : f.modes)
     if (m != "infer" && m != "train")
       throw pb::InputError("--primbench_modes", "'" + m + "' is not infer or train");
+  for (const auto& o : f.overlaps)
+    if (o != "0" && o != "1")
+      throw pb::InputError("--primbench_overlap", "'" + o + "' is not 1 (overlap) or 0");
+  if (!dp_flag.empty() && !f.ranks)
+    throw pb::InputError(dp_flag, "applies with --primbench_ranks only");
   return f;
 }
 
@@ -160,10 +194,98 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
         pb::to_json(r, {}, "") + "\n");
 }
 
+// Data-parallel training across the mpirun ranks: one replica per rank, measured as `primbench
+// net --data-parallel` does (kernels/net/dp_report.h); every rank runs it, rank 0 reports. The
+// iterations are the measured steps (the slowest rank's).
+void run_dp(benchmark::State& st, const pb::Network& net, const pb::NetOptions& opt,
+            const pb::DataParallelOptions& dpo) {
+  const int rank = pb::world::rank(), ranks = pb::world::size();
+  pb::DataParallelResult r;
+  try {
+    pb::agree_across_ranks({{"--primbench_batch", std::to_string(net.batch())},
+                            {"network", pb::network_signature(net)},
+                            {"backend", opt.backend},
+                            {"policy", opt.policy},
+                            {"--primbench_allreduce", dpo.allreduce},
+                            {"--primbench_bucket_mb", std::to_string(dpo.bucket_mb)},
+                            {"--primbench_overlap", dpo.overlap ? "1" : "0"}});
+    pb::net::watchdog_phase("planning " + net.name);
+    pb::Executor ex(net, pb::replica_options(opt, rank, ranks));
+    std::unique_ptr<pb::DataParallel> dp;
+    {
+      pb::net::WatchdogWait wait("planning the gradient buckets", 600);
+      dp = std::make_unique<pb::DataParallel>(ex, dpo);
+    }
+    r = pb::measure_data_parallel(ex, *dp, opt, 1, static_cast<int>(st.max_iterations), {}, "");
+  } catch (const pb::Unsupported& e) {
+    st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
+    return;
+  } catch (const std::exception& e) {
+    ++g_failures;
+    st.SkipWithError((std::string("FAIL: error: ") + e.what()).c_str());
+    return;
+  }
+  size_t i = 0;
+  for (auto _ : st) st.SetIterationTime(r.steps[std::min(i++, r.steps.size() - 1)].step_ms / 1e3);
+  const bool images = net.layers[0].out.h > 1;
+  st.counters[images ? "images_per_s" : "samples_per_s"] = r.items_per_s;
+  st.counters["ms_per_batch"] = r.median.step_ms;
+  st.counters["batch"] = static_cast<double>(net.batch());
+  for (const auto& [k, v] : pb::dp_counters(r)) st.counters[k] = v;
+  st.SetLabel(net.name + " batch " + std::to_string(net.batch()) + " per rank" +
+              (r.warning.empty() ? "" : "; WARNING: " + r.warning));
+}
+
+// The data-parallel benchmarks: every network, backend and policy asked for, in training, per
+// all-reduce and overlap mode.
+void register_dp(const Flags& f, const std::vector<std::string>& nets,
+                 std::vector<std::string>* registered) {
+  const int ranks = pb::world::size();
+  if (f.ranks != ranks)
+    throw pb::InputError("--primbench_ranks", std::to_string(f.ranks) +
+                                                  " asked for, but mpirun "
+                                                  "started " +
+                                                  std::to_string(ranks) + " rank(s)");
+  for (const std::string& n : nets) {
+    pb::Network net = pb::Network::load(n);
+    if (f.batch) net = net.with_batch(f.batch);
+    for (const std::string& backend : f.backends)
+      for (const std::string& policy : f.policies)
+        for (const std::string& allreduce : f.allreduces)
+          for (const std::string& overlap : f.overlaps) {
+            pb::NetOptions opt;
+            opt.backend = backend;
+            opt.policy = backend == "onednn" && policy == "best" ? "first" : policy;
+            opt.train = true;
+            opt.find_cache = f.find_cache;
+            pb::DataParallelOptions dpo;
+            dpo.allreduce = allreduce;
+            dpo.bucket_mb = f.bucket_mb;
+            dpo.overlap = overlap == "1";
+            const std::string name =
+                "net/" + net.name + "/" + backend + "/" + opt.policy + "/train_dp/" + allreduce +
+                "/" + (dpo.overlap ? "overlap" : "no_overlap") + "/ranks:" + std::to_string(ranks);
+            registered->push_back(name);
+            benchmark::RegisterBenchmark(
+                name.c_str(), [net, opt, dpo](benchmark::State& st) { run_dp(st, net, opt, dpo); })
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->Iterations(3);
+          }
+  }
+}
+
+class NullReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> registered;
+  int rank = 0, f_ranks = 0;
   try {
     pb::init_threads_from_env();
     pb::check_environment();
@@ -174,6 +296,20 @@ int main(int argc, char** argv) {
       std::fclose(fp);
     }
     std::vector<std::string> nets = f.nets.empty() ? pb::Network::list() : f.nets;
+    if (f.ranks) {  // data-parallel: MPI first, every rank registers alike
+      if (f.nets.empty())
+        throw pb::InputError("--primbench_ranks", "name the networks (--primbench_nets)");
+      rank = pb::world::rank();
+      char host[256] = "?";
+      gethostname(host, sizeof host - 1);
+      pb::net::watchdog_start(pb::net::watchdog_seconds_from_env(pb::net::kDefaultWatchdogSeconds),
+                              std::string(argv[0]) + ": rank " + std::to_string(rank) + " of " +
+                                  std::to_string(pb::world::size()) + " (" + host + ")");
+      if (!f.threads_given && !std::getenv("PRIMBENCH_THREADS"))
+        pb::set_threads(pb::data_parallel_threads());
+      register_dp(f, nets, &registered);
+      nets.clear();
+    }
     for (const std::string& n : nets) {
       if (n.rfind("tiny_", 0) == 0 && f.nets.empty()) continue;  // check networks
       pb::Network net = pb::Network::load(n);
@@ -208,14 +344,31 @@ int main(int argc, char** argv) {
     }
     for (const auto& [k, v] : pb::environment_facts()) benchmark::AddCustomContext(k, v);
     if (f.batch) benchmark::AddCustomContext("primbench_batch", std::to_string(f.batch));
+    if (f.ranks) {
+      f_ranks = f.ranks;
+      benchmark::AddCustomContext("mpi_ranks", std::to_string(f.ranks));
+      benchmark::AddCustomContext("mpi_library", pb::world::library_version());
+    }
   } catch (const pb::InputError& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 2;
   }
+  if (rank != 0) {  // only rank 0 writes --benchmark_out
+    int out = 1;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]).rfind("--benchmark_out", 0) != 0) argv[out++] = argv[i];
+    argc = out;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  pb::bench::run_with_progress(registered);
+  if (rank == 0) {
+    pb::bench::run_with_progress(registered);
+  } else {
+    NullReporter quiet;
+    benchmark::RunSpecifiedBenchmarks(&quiet);
+  }
   benchmark::Shutdown();
+  pb::net::watchdog_stop();
   if (g_failures) std::fprintf(stderr, "%s: %d network benchmark(s) FAILED\n", argv[0], g_failures);
-  return g_failures ? 1 : 0;
+  return f_ranks ? pb::world::max_over_ranks(g_failures ? 1 : 0) : (g_failures ? 1 : 0);
 }

@@ -333,6 +333,17 @@ def config_warnings(results):
                 add("the machine probe's passes spread by %.0f%% in %s (%s): its peak, and every "
                     "peak_pct from it, is uncertain (was the machine busy?)"
                     % (spread_pct, os.path.basename(r["path"]), where))
+        # Data-parallel training (bench_networks --primbench_ranks) whose ranks x threads
+        # exceeded the cores of a machine: the ranks took turns on the cores.
+        for r in group:
+            for b in r["benchmarks"]:
+                if b.get("oversubscribed") == 1 and b.get("run_type", "iteration") == "iteration":
+                    add("%s in %s: %d ranks x %d threads shared a machine's cores "
+                        "(oversubscribed), so its step time and scaling efficiency are not a "
+                        "scaling measurement" % (b.get("name", "?").replace("/manual_time", ""),
+                                                 os.path.basename(r["path"]),
+                                                 int(b.get("ranks_on_machine", 0)),
+                                                 int(b.get("threads_per_rank", 0))))
         peaks = [(p, os.path.basename(r["path"])) for r in group
                  for p in [_float(r["context"], "peak_gflops")] if p]
         if len(peaks) >= 2:
