@@ -64,6 +64,8 @@ def fit(points):
         return None
     a = (r0 * s11 - r1 * s01) / det
     c = (s00 * r1 - s01 * r0) / det
+    if a < 0:  # no negative latency: the best fit with alpha = 0
+        a, c = 0.0, r1 / s11
     if c <= 0:
         return None
     worst = max(abs((a + c * x) / statistics.median(points[x]) - 1) for x in xs)
@@ -82,6 +84,10 @@ def main():
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__)
     ap.add_argument("paths", nargs="+", help="bench_allreduce JSON files or folders of them")
     ap.add_argument("--rate", help="the link rate to compare with (tc form: 10gbit, 1gbit)")
+    ap.add_argument("--min-floats", type=float, default=1e6,
+                    help="fit sizes of at least this many floats (default 1e6: tools/cluster's "
+                         "tbf passes a burst of 1 ms of the rate, at least 128 KiB, at memory "
+                         "speed, so smaller messages do not see the link rate)")
     args = ap.parse_args()
     files = []
     for p in args.paths:
@@ -102,19 +108,19 @@ def main():
         print("%s: no all-reduce results in %s" % (PROG, " ".join(args.paths)), file=sys.stderr)
         return 1
     print("alpha-beta fit: one all-reduce takes alpha + bytes / bw (relative least squares over "
-          "the sizes measured); busbw = 2(p-1)/p x bw" +
+          "the sizes of at least %g floats; alpha >= 0); busbw = 2(p-1)/p x bw" % args.min_floats +
           ("; link rate %.3f GB/s" % (rate / 1e9) if rate else ""))
     print("%-5s %-24s %6s %11s %10s %12s %9s" % ("ranks", "implementation", "sizes", "alpha_us",
                                                  "bw_GB/s", "busbw_GB/s", "max_resid"))
     for p in sorted(times):
         for impl in sorted(times[p]):
-            f = fit(times[p][impl])
+            used = {b: t for b, t in times[p][impl].items() if b >= 4 * args.min_floats}
+            f = fit(used)
             if not f:
                 continue
             a, bw, worst = f
             print("%-5d %-24s %6d %11.1f %10.3f %12.3f %8.0f%%" % (
-                p, impl, len(times[p][impl]), a * 1e6, bw / 1e9, 2.0 * (p - 1) / p * bw / 1e9,
-                100 * worst))
+                p, impl, len(used), a * 1e6, bw / 1e9, 2.0 * (p - 1) / p * bw / 1e9, 100 * worst))
     print("\nmeasured busbw per size (median of the repetitions) and the implementation the "
           "projection picks (the fastest)" + (", as % of the link rate" if rate else ""))
     for p in sorted(busbw):

@@ -340,6 +340,16 @@ DpStepTimes DataParallel::step(int index) {
   return t;
 }
 
+double DataParallel::time_allreduces(int wait_sleep_us) {
+  Impl& p = *p_;
+  net::WatchdogWait wait("timing the all-reduces", p.expected_s());
+  world::set_wait_sleep_us(wait_sleep_us);
+  world::max_over_ranks(0);  // line up
+  const double t0 = now_s();
+  for (BucketState& s : p.b) run_phases(*s.impl);
+  return world::max_over_ranks(1e3 * (now_s() - t0));
+}
+
 const std::vector<DataParallel::Bucket>& DataParallel::buckets() const {
   return p_->infos;
 }

@@ -58,6 +58,10 @@ class DataParallel {
     size_t ready_after = 0;            // the executor's call after which it is complete
     std::vector<std::string> tensors;  // "<layer>.<what>", in the bucket's order
   };
+  // Every bucket's all-reduce once, back to back on this thread, the gradients not copied: the
+  // milliseconds they took, the slowest rank's (a collective; the busbw of the projection).
+  // Waits as set_wait_sleep_us(wait_sleep_us) says.
+  double time_allreduces(int wait_sleep_us);
   const std::vector<Bucket>& buckets() const;
   double gradient_bytes() const;
   const DataParallelOptions& options() const;

@@ -32,8 +32,8 @@ struct DataParallelResult {
   double baseline_ms = 0;  // one rank's step alone (rank 0, the others waiting asleep)
   double efficiency = 0;   // baseline_ms / median.step_ms: 1 is perfect weak scaling
   double items_per_s = 0;  // every rank's samples per second
-  // The projection from the busbw: measured here (one all-reduce of every gradient byte, as
-  // bench_allreduce does) or given (--busbw, --allreduce-json).
+  // The projection from the busbw: measured here (the buckets' all-reduces back to back, no
+  // compute, waiting as bench_allreduce does) or given (--busbw, --allreduce-json).
   Busbw busbw;
   std::string busbw_from;
   Projection projection;
@@ -48,7 +48,8 @@ struct DataParallelResult {
 
 // Runs `warmup` and `reps` data-parallel steps, then the one-rank step (rank 0 alone, `reps`
 // steps after one warm-up, the weights restored after), then the busbw when `given` holds none
-// for this rank count. Every rank calls it (collectives inside).
+// for this rank count, and the latency of one all-reduce of one float. Every rank calls it
+// (collectives inside).
 DataParallelResult measure_data_parallel(Executor& ex, DataParallel& dp, const NetOptions& opt,
                                          int warmup, int reps, const std::vector<Busbw>& given,
                                          const std::string& given_from);
