@@ -135,8 +135,9 @@ int cmd_net(int argc, char** argv) {
   if (!proj.empty()) {
     std::printf(
         "data-parallel PROJECTION (not measured; step + all-reduce of %.1f MB of gradients, "
-        "2(p-1)/p x bytes / busbw, busbw from %s, no overlap):\n",
-        gradient_bytes(r) / 1e6, source.c_str());
+        "2(p-1)/p x bytes / busbw, busbw from %s, no overlap; overlapped: the step's calls "
+        "replayed with %.0f MB buckets all-reduced as their gradients are final):\n",
+        gradient_bytes(r) / 1e6, source.c_str(), kDefaultBucketMb);
     for (const Projection& p : proj) {
       const std::string run = p.busbw.impl.empty()
                                   ? ""
@@ -144,8 +145,10 @@ int cmd_net(int argc, char** argv) {
                                         std::to_string(std::lround(p.busbw.message_bytes / 1e6)) +
                                         " MB messages)";
       std::printf(
-          "  p=%-3d busbw %7.2f GB/s  all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f%s\n",
-          p.busbw.ranks, p.busbw.gbs, p.allreduce_ms, p.step_ms, p.efficiency, run.c_str());
+          "  p=%-3d busbw %7.2f GB/s  all-reduce %9.2f ms  step %9.2f ms  efficiency %.2f  "
+          "overlapped: step %9.2f ms  efficiency %.2f%s\n",
+          p.busbw.ranks, p.busbw.gbs, p.allreduce_ms, p.step_ms, p.efficiency, p.overlap_step_ms,
+          p.overlap_efficiency, run.c_str());
     }
   }
   if (!o.json.empty()) {

@@ -102,7 +102,7 @@ NetCliOptions parse_net_options(int argc, char** argv) {
   };
   o.bucket_mb = positive("--bucket-mb", 25, 1e6);
   if (a.has("--dp-timeout")) o.dp_timeout = positive("--dp-timeout", 60, 1e6);
-  o.wait_sleep_us = a.get_int("--wait-sleep-us", 50, 0, 1000000);
+  o.wait_sleep_us = a.get_int("--wait-sleep-us", 1000, 0, 1000000);
   return o;
 }
 

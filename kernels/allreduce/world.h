@@ -44,9 +44,10 @@ struct MachineShare {
 };
 MachineShare machine_share();
 // How the calling thread waits for its point-to-point requests in mpi/ring, mpi/rdouble and
-// ocl/ring: 0 (the default) spins in MPI_Wait; us > 0 tests the requests and sleeps `us`
-// microseconds between tests, leaving the core to other threads (a communication thread beside
-// compute). MPI_Allreduce (mpi/native, mpi/ompi_*) always waits as the MPI library does.
+// ocl/ring: 0 (the default) spins in MPI_Wait; us > 0 tests the requests and sleeps between
+// tests, from us/16 microseconds doubling up to `us`, leaving the core to other threads (a
+// communication thread beside compute). MPI_Allreduce (mpi/native, mpi/ompi_*) always waits as
+// the MPI library does.
 void set_wait_sleep_us(int us);
 int wait_sleep_us();
 // "Open MPI v4.1.4, ..." or "built without MPI".

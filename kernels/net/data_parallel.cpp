@@ -12,7 +12,6 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -21,6 +20,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
 #include "kernels/net/dp_device.h"
+#include "kernels/net/report.h"
 #include "kernels/net/watchdog.h"
 
 namespace pb {
@@ -224,30 +224,25 @@ DataParallel::DataParallel(Executor& ex, const DataParallelOptions& o)
   if (!entry->unavailable().empty()) throw Unsupported(o.allreduce + ": " + entry->unavailable());
   const bool on_device = o.allreduce.rfind("ocl/", 0) == 0;
 
-  // Gradients in the order the backward finishes them (stable: a layer's tensors in order),
-  // packed greedily into buckets of at most bucket_mb; a larger tensor has one of its own.
-  std::vector<size_t> order(values.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t c) { return ready[a] < ready[c]; });
-  const double cap = o.bucket_mb * 1e6;
-  for (size_t i : order) {
-    const size_t bytes = grads[i]->bytes();
-    if (p.b.empty() || (p.b.back().info.elems > 0 && p.b.back().info.elems * 4.0 + bytes > cap))
-      p.b.emplace_back();
-    BucketState& s = p.b.back();
-    Slice sl;
-    sl.grad.p = ex.device_buffer(grads[i]);
-    sl.grad.dev = sl.grad.p != nullptr;
-    if (!sl.grad.dev) sl.grad.p = const_cast<float*>(grads[i]->data());
-    p.uses_opencl = p.uses_opencl || sl.grad.dev || on_device;
-    sl.off = static_cast<size_t>(s.info.elems) * sizeof(float);
-    sl.bytes = bytes;
-    s.slices.push_back(sl);
-    s.info.elems += grads[i]->size();
-    s.info.ready_after = ready[i];
-    s.info.tensors.push_back(values[i].first);
-    p.grad_bytes += static_cast<double>(bytes);
+  // Gradients in the order the backward makes them final, packed into buckets (report.h).
+  std::vector<double> bytes;
+  for (const Tensor* g : grads) bytes.push_back(static_cast<double>(g->bytes()));
+  for (const GradBucket& gb : plan_buckets(bytes, ready, o.bucket_mb)) {
+    BucketState& s = p.b.emplace_back();
+    s.info.ready_after = gb.ready_after;
+    for (size_t i : gb.tensors) {
+      Slice sl;
+      sl.grad.p = ex.device_buffer(grads[i]);
+      sl.grad.dev = sl.grad.p != nullptr;
+      if (!sl.grad.dev) sl.grad.p = const_cast<float*>(grads[i]->data());
+      p.uses_opencl = p.uses_opencl || sl.grad.dev || on_device;
+      sl.off = static_cast<size_t>(s.info.elems) * sizeof(float);
+      sl.bytes = grads[i]->bytes();
+      s.slices.push_back(sl);
+      s.info.elems += grads[i]->size();
+      s.info.tensors.push_back(values[i].first);
+      p.grad_bytes += static_cast<double>(sl.bytes);
+    }
   }
   // The same buckets on every rank, then an all-reduce planned per bucket (each agrees on n).
   world::require_same(static_cast<int64_t>(p.b.size()),

@@ -38,10 +38,10 @@ struct DataParallelResult {
   std::string busbw_from;
   Projection projection;
   double measured_over_projected = 0;
-  // The overlap-aware projection: the one-rank step's calls replayed with each bucket's
-  // all-reduce (alpha + its bytes at the busbw) started when its gradients are final, one after
-  // another, the update after the last.
-  double projected_overlap_ms = 0;
+  // The replayed projection (report.h replay_step): this run's buckets and mode (overlapped or
+  // after the backward) replayed on the one-rank step's calls, each all-reduce alpha_ms + its
+  // bytes at the busbw.
+  double replay_ms = 0;
   double alpha_ms = 0;  // per all-reduce: measured on a small message here
   std::string warning;  // "" or why this is not a scaling measurement
 };

@@ -40,7 +40,35 @@ struct NetResult {
   std::string composition;  // Executor::composition(): "composed", or onednn's "fused ..."
   int reorders = -1;        // Executor::reorders(): layout conversions per step (-1: not counted)
   std::vector<LayerRow> layers;
+  // Training: the calls' times in the median step, the first SGD update call, and the gradients
+  // packed into buckets of kDefaultBucketMb as data-parallel training packs them (the
+  // overlap-aware projection replays them).
+  std::vector<double> call_ms;
+  size_t update_begin = 0;
+  std::vector<struct GradBucket> buckets;
 };
+
+// Data-parallel training's gradient buckets (kernels/net/data_parallel.h): the trainable tensors
+// in the order the backward makes their gradients final (ready_after: the call after which a
+// tensor's gradient is; stable for ties), packed greedily into buckets of at most bucket_mb MB
+// (1e6 bytes); a larger tensor has a bucket of its own. Each bucket lists its tensors (indices
+// into `bytes`), its bytes and the call after which all of them are final.
+constexpr double kDefaultBucketMb = 25;
+struct GradBucket {
+  double bytes = 0;
+  size_t ready_after = 0;
+  std::vector<size_t> tensors;
+};
+std::vector<GradBucket> plan_buckets(const std::vector<double>& bytes,
+                                     const std::vector<size_t>& ready_after, double bucket_mb);
+// The data-parallel step replayed on a one-rank step's calls (`call_ms`, the updates from
+// `update_begin`): each bucket's all-reduce takes alpha_ms + 2(p-1)/p x its bytes / busbw and
+// starts once its gradients are final and the previous all-reduce is done (overlap), or all
+// start after the backward (no overlap); the updates follow the last. The compute is assumed
+// to run as fast as alone.
+double replay_step(const std::vector<double>& call_ms, size_t update_begin,
+                   const std::vector<GradBucket>& buckets, int ranks, double busbw_gbs,
+                   double alpha_ms, bool overlap);
 
 // Runs `warmup` steps, then `reps` timed steps (median), then times every call alone.
 NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps);
@@ -55,13 +83,17 @@ struct Busbw {
 };
 // Projected step time with data-parallel training on p ranks: each step adds the all-reduce of
 // every gradient (2(p-1)/p * bytes / busbw, with busbw in GB/s as bench_allreduce reports it),
-// with no overlap of communication and backward (an upper bound).
+// with no overlap of communication and backward (an upper bound): step_ms. And, where the result
+// has its buckets (training), overlap_step_ms: replay_step with the all-reduces overlapping the
+// backward, `alpha_ms` per all-reduce.
 struct Projection {
   Busbw busbw;
   double allreduce_ms = 0, step_ms = 0, efficiency = 0;
+  double overlap_step_ms = 0, overlap_efficiency = 0;  // 0: no buckets known
 };
 // One projection per entry of `busbw`.
-std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw);
+std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw,
+                                              double alpha_ms = 0);
 double gradient_bytes(const NetResult& r);
 // bench_allreduce's JSON (--benchmark_out): for each rank count in it, the message size nearest
 // `bytes`, and there the fastest implementation's busbw (mean over its repetitions; aggregates and
