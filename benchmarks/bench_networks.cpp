@@ -262,6 +262,7 @@ void register_dp(const Flags& f, const std::vector<std::string>& nets,
             dpo.allreduce = allreduce;
             dpo.bucket_mb = f.bucket_mb;
             dpo.overlap = overlap == "1";
+            dpo.wait_sleep_us = dpo.overlap ? 1000 : 0;  // as primbench net's defaults
             const std::string name =
                 "net/" + net.name + "/" + backend + "/" + opt.policy + "/train_dp/" + allreduce +
                 "/" + (dpo.overlap ? "overlap" : "no_overlap") + "/ranks:" + std::to_string(ranks);

@@ -102,7 +102,9 @@ NetCliOptions parse_net_options(int argc, char** argv) {
   };
   o.bucket_mb = positive("--bucket-mb", 25, 1e6);
   if (a.has("--dp-timeout")) o.dp_timeout = positive("--dp-timeout", 60, 1e6);
-  o.wait_sleep_us = a.get_int("--wait-sleep-us", 1000, 0, 1000000);
+  // Overlapped, the waiting thread sleeps beside the compute; after the backward it has the
+  // core to itself and spins, as bench_allreduce does (data_parallel.h).
+  o.wait_sleep_us = a.get_int("--wait-sleep-us", o.overlap ? 1000 : 0, 0, 1000000);
   return o;
 }
 

@@ -40,7 +40,7 @@ struct NetCliOptions {
   bool overlap = true;                 // --no-overlap: false
   std::string allreduce = "mpi/ring";  // --allreduce
   double bucket_mb = 25;               // --bucket-mb
-  int wait_sleep_us = 1000;            // --wait-sleep-us
+  int wait_sleep_us = 1000;            // --wait-sleep-us (default 0 with --no-overlap)
   std::optional<double> dp_timeout;    // --dp-timeout seconds (else PRIMBENCH_DP_TIMEOUT, 60)
 };
 NetCliOptions parse_net_options(int argc, char** argv);

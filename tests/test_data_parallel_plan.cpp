@@ -47,6 +47,10 @@ TEST(DataParallelSmoke, ReplayOverlapsTheBackward) {
   EXPECT_NEAR(replay_step(calls, 4, b, 2, 1.0, 2, true), 235, 1e-9);
   // A fast link hides all but the last bucket after the backward: 40 + 2 + 0.1 + 1.
   EXPECT_NEAR(replay_step(calls, 4, b, 2, 1000.0, 2, true), 43.1, 1e-9);
+  // No spare core: an all-reduce started during the backward takes its CPU work (10 ms per
+  // 100 MB here) from it; bucket 1 starts after the backward, so only bucket 0's counts.
+  EXPECT_NEAR(replay_step(calls, 4, b, 2, 1000.0, 2, true, 1e-7), 53.1, 1e-9);
+  EXPECT_NEAR(replay_step(calls, 4, b, 2, 1000.0, 2, false, 1e-7), 45.2, 1e-9);
   // One rank: nothing to all-reduce.
   EXPECT_NEAR(replay_step(calls, 4, b, 1, 1.0, 2, true), 41, 1e-9);
 
@@ -100,7 +104,8 @@ TEST(DataParallelSmoke, BadOptionsNameTheFlag) {
     EXPECT_EQ(c.status, 2) << args << ": " << c.out;
     EXPECT_NE(c.out.find(flag), std::string::npos) << args << ": " << c.out;
   }
-  const CliResult env = run_cli("net tiny_resnet --train --data-parallel", "PRIMBENCH_DP_TIMEOUT=0");
+  const CliResult env =
+      run_cli("net tiny_resnet --train --data-parallel", "PRIMBENCH_DP_TIMEOUT=0");
   EXPECT_EQ(env.status, 2) << env.out;
   EXPECT_NE(env.out.find("PRIMBENCH_DP_TIMEOUT"), std::string::npos) << env.out;
 }

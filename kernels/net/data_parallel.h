@@ -29,6 +29,8 @@ struct DataParallelOptions {
   // (world::set_wait_sleep_us), leaving the cores to the compute threads; 0 spins in MPI_Wait.
   // MPI_Allreduce (mpi/native) waits as MPI does. Measured (VGG-16, 2 namespace hosts at
   // 1 Gbit/s, 2 cores): fixed 50 us sleeps slowed the overlapped backward by 66%, 1 ms by 13%.
+  // Without overlap the waiting thread has its core to itself: spinning (0) is what callers
+  // give there (ResNet-50 at 10 Gbit/s: its all-reduces 174 ms spinning, 241 ms sleeping).
   int wait_sleep_us = 1000;
 };
 
@@ -60,10 +62,11 @@ class DataParallel {
     size_t ready_after = 0;            // the executor's call after which it is complete
     std::vector<std::string> tensors;  // "<layer>.<what>", in the bucket's order
   };
-  // Every bucket's all-reduce once, back to back on this thread, the gradients not copied: the
-  // milliseconds they took, the slowest rank's (a collective; the busbw of the projection).
-  // Waits as set_wait_sleep_us(wait_sleep_us) says.
-  double time_allreduces(int wait_sleep_us);
+  // Every bucket's all-reduce once, back to back on this thread, with the gradients copied in
+  // and out as a step does (`copies`) or not: the milliseconds they took, the slowest rank's (a
+  // collective; the busbw of the projection). Waits as set_wait_sleep_us(wait_sleep_us) says.
+  // *cpu_ms, when given: the CPU time this process spent meanwhile (user and system).
+  double time_allreduces(int wait_sleep_us, bool copies = false, double* cpu_ms = nullptr);
   const std::vector<Bucket>& buckets() const;
   double gradient_bytes() const;
   const DataParallelOptions& options() const;

@@ -166,6 +166,18 @@ DataParallelResult measure_data_parallel(Executor& ex, DataParallel& dp, const N
   }
   // The latency of one all-reduce, waited for as the data-parallel steps wait.
   if (r.ranks > 1) r.alpha_ms = allreduce_ms(r.allreduce, 1, 5, 2 * longest_s, r.wait_sleep_us);
+  // The all-reduces' CPU work per step (the best of 2), as the steps do them.
+  if (r.ranks > 1) {
+    r.comm_cpu_ms = 1e300;
+    for (int i = 0; i < 2; ++i) {
+      double cpu = 0;
+      dp.time_allreduces(r.wait_sleep_us, true, &cpu);
+      r.comm_cpu_ms = std::min(r.comm_cpu_ms, cpu);
+    }
+    const int spare = r.cores - r.ranks_on_machine * r.threads;
+    r.comm_cpu_charged =
+        r.overlap ? std::clamp(1.0 - static_cast<double>(spare) / r.ranks_on_machine, 0.0, 1.0) : 0;
+  }
 
   if (world::rank() == 0 && r.ranks > 1 && r.busbw.gbs > 0) {
     // The projection of report.h from the one-rank step: no overlap, and the buckets replayed
@@ -183,7 +195,8 @@ DataParallelResult measure_data_parallel(Executor& ex, DataParallel& dp, const N
       g.ready_after = b.ready_after;
       base.buckets.push_back(g);
     }
-    r.projection = project_data_parallel(base, {r.busbw}, r.alpha_ms)[0];
+    const double cpu_per_byte = r.comm_cpu_charged * r.comm_cpu_ms / r.grad_bytes;
+    r.projection = project_data_parallel(base, {r.busbw}, r.alpha_ms, cpu_per_byte)[0];
     r.measured_over_projected = r.median.step_ms / r.projection.step_ms;
     // The run's own mode: overlapped, or every bucket after the backward.
     double sum = 0;
@@ -224,8 +237,12 @@ std::string dp_text(const DataParallelResult& r) {
          num(r.measured_over_projected, "%.3f") + "\n";
     s += "  replayed projection (these " + std::to_string(r.buckets) + " bucket(s), " +
          (r.overlap ? "overlapped" : "after the backward") + ", on the one-rank step's calls; " +
-         num(r.alpha_ms, "%.3f") + " ms per all-reduce + bytes at the busbw): step " +
-         num(r.replay_ms) + " ms; measured/projected " +
+         num(r.alpha_ms, "%.3f") + " ms per all-reduce + bytes at the busbw" +
+         (r.comm_cpu_charged > 0 ? "; " + num(r.comm_cpu_charged * r.comm_cpu_ms, "%.0f") +
+                                       " ms of the all-reduces' CPU work taken from the backward "
+                                       "(no spare core)"
+                                 : std::string()) +
+         "): step " + num(r.replay_ms) + " ms; measured/projected " +
          num(r.median.step_ms / r.replay_ms, "%.3f") + "\n";
   }
   return s;
@@ -251,6 +268,8 @@ std::vector<std::pair<std::string, double>> dp_counters(const DataParallelResult
       {"efficiency", r.efficiency},
       {"busbw_GBs", r.busbw.gbs},
       {"alpha_ms", r.alpha_ms},
+      {"comm_cpu_ms", r.comm_cpu_ms},
+      {"comm_cpu_charged", r.comm_cpu_charged},
       {"projected_ms", r.projection.step_ms},
       {"projected_efficiency", r.projection.efficiency},
       {"measured_over_projected", r.measured_over_projected},

@@ -43,6 +43,10 @@ struct DataParallelResult {
   // bytes at the busbw.
   double replay_ms = 0;
   double alpha_ms = 0;  // per all-reduce: measured on a small message here
+  // The CPU time of a step's all-reduces (copies in and out included) on this rank, waited for as
+  // the steps wait; and the share of it the replay charges to the backward: all of it where the
+  // ranks of a machine leave it no spare core, none with a spare core per rank.
+  double comm_cpu_ms = 0, comm_cpu_charged = 0;
   std::string warning;  // "" or why this is not a scaling measurement
 };
 

@@ -95,7 +95,7 @@ double gradient_bytes(const NetResult& r) {
 }
 
 std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw,
-                                              double alpha_ms) {
+                                              double alpha_ms, double cpu_ms_per_byte) {
   const double bytes = gradient_bytes(r);
   std::vector<Projection> v;
   for (const Busbw& b : busbw) {
@@ -110,9 +110,10 @@ std::vector<Projection> project_data_parallel(const NetResult& r, const std::vec
       // compute is the calls alone, without the time between them).
       double calls = 0;
       for (double ms : r.call_ms) calls += ms;
-      pr.overlap_step_ms =
-          r.step_ms + replay_step(r.call_ms, r.update_begin, r.buckets, p, b.gbs, alpha_ms, true) -
-          calls;
+      pr.overlap_step_ms = r.step_ms +
+                           replay_step(r.call_ms, r.update_begin, r.buckets, p, b.gbs, alpha_ms,
+                                       true, cpu_ms_per_byte) -
+                           calls;
       pr.overlap_efficiency = r.step_ms / pr.overlap_step_ms;
     }
     v.push_back(pr);
@@ -139,22 +140,25 @@ std::vector<GradBucket> plan_buckets(const std::vector<double>& bytes,
 
 double replay_step(const std::vector<double>& call_ms, size_t update_begin,
                    const std::vector<GradBucket>& buckets, int ranks, double busbw_gbs,
-                   double alpha_ms, bool overlap) {
+                   double alpha_ms, bool overlap, double cpu_ms_per_byte) {
+  if (ranks < 2) cpu_ms_per_byte = 0;
   const double per_byte_ms =
       ranks > 1 && busbw_gbs > 0 ? 2.0 * (ranks - 1) / ranks / (busbw_gbs * 1e9) * 1e3 : 0;
   double t = 0, comm_free = 0;  // the compute's clock; when the all-reduces are done
   size_t k = 0;
-  auto start = [&](const GradBucket& b) {
+  auto start = [&](const GradBucket& b, bool during_backward) {
     comm_free = std::max(comm_free, t) + (ranks > 1 ? alpha_ms : 0) + b.bytes * per_byte_ms;
+    if (during_backward) t += b.bytes * cpu_ms_per_byte;  // its CPU work, taken from compute
   };
   for (size_t i = 0; i <= call_ms.size(); ++i) {
     if (i == update_begin) {  // the updates wait for every all-reduce
-      for (; k < buckets.size(); ++k) start(buckets[k]);
+      for (; k < buckets.size(); ++k) start(buckets[k], false);
       t = std::max(t, comm_free);
     }
     if (i == call_ms.size()) break;
     t += call_ms[i];
-    for (; overlap && k < buckets.size() && buckets[k].ready_after <= i; ++k) start(buckets[k]);
+    for (; overlap && k < buckets.size() && buckets[k].ready_after <= i; ++k)
+      start(buckets[k], i + 1 < update_begin);
   }
   return t;
 }

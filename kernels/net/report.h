@@ -64,11 +64,13 @@ std::vector<GradBucket> plan_buckets(const std::vector<double>& bytes,
 // The data-parallel step replayed on a one-rank step's calls (`call_ms`, the updates from
 // `update_begin`): each bucket's all-reduce takes alpha_ms + 2(p-1)/p x its bytes / busbw and
 // starts once its gradients are final and the previous all-reduce is done (overlap), or all
-// start after the backward (no overlap); the updates follow the last. The compute is assumed
-// to run as fast as alone.
+// start after the backward (no overlap); the updates follow the last. The compute runs as fast
+// as alone, but where the ranks have no spare core, an all-reduce that starts while the
+// backward still runs takes `cpu_ms_per_byte` x its bytes of CPU time from it (the
+// communication's own work: copies, sums, the kernel's TCP).
 double replay_step(const std::vector<double>& call_ms, size_t update_begin,
                    const std::vector<GradBucket>& buckets, int ranks, double busbw_gbs,
-                   double alpha_ms, bool overlap);
+                   double alpha_ms, bool overlap, double cpu_ms_per_byte = 0);
 
 // Runs `warmup` steps, then `reps` timed steps (median), then times every call alone.
 NetResult measure_network(Executor& ex, const NetOptions& opt, int warmup, int reps);
@@ -91,9 +93,9 @@ struct Projection {
   double allreduce_ms = 0, step_ms = 0, efficiency = 0;
   double overlap_step_ms = 0, overlap_efficiency = 0;  // 0: no buckets known
 };
-// One projection per entry of `busbw`.
+// One projection per entry of `busbw`; `cpu_ms_per_byte`: as replay_step.
 std::vector<Projection> project_data_parallel(const NetResult& r, const std::vector<Busbw>& busbw,
-                                              double alpha_ms = 0);
+                                              double alpha_ms = 0, double cpu_ms_per_byte = 0);
 double gradient_bytes(const NetResult& r);
 // bench_allreduce's JSON (--benchmark_out): for each rank count in it, the message size nearest
 // `bytes`, and there the fastest implementation's busbw (mean over its repetitions; aggregates and
