@@ -158,6 +158,27 @@ for inject in (None, "cpu/packed"):
     else:
         expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 rows pass (got %d)" % code, out)
 
+# The same for the RNN's reduced types (bench_rnn --primbench_dt, forward only): named
+# <cell>_fwd_<type>/..., and an injected error in either type is a FAIL.
+RNN_BENCH = os.path.join(BUILD, "bench_rnn")
+for inject in (None, "cpu/blas"):
+    typed = os.path.join(tmp, "rnn_typed.json")
+    code, out = run([RNN_BENCH, "--primbench_sets=shi_lstm", "--primbench_dt=bf16,u8s8",
+                     "--primbench_dirs=fwd", "--primbench_batch=2",
+                     "--benchmark_filter=^lstm_fwd_(bf16|u8s8)/cpu/blas/shi_lstm32_b64:",
+                     "--benchmark_min_time=0.01", "--benchmark_out=" + typed,
+                     "--benchmark_out_format=json"],
+                    {"PRIMBENCH_INJECT_ERROR": inject} if inject else {})
+    names = sorted(r["name"] for r in rows(typed)) if os.path.exists(typed) else []
+    expect(len(names) == 2 and names[0].startswith("lstm_fwd_bf16/cpu/blas/") and
+           names[1].startswith("lstm_fwd_u8s8/cpu/blas/"),
+           "bench_rnn --primbench_dt names the rows by type (got %s)" % names, out)
+    if inject:
+        expect(code == 1 and out.count("FAIL lstm_") == 2,
+               "an injected error in a bf16 and a u8s8 RNN is a FAIL (got %d)" % code, out)
+    else:
+        expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 RNN rows pass (got %d)" % code, out)
+
 # Bad contract flags: one line naming the flag, exit 2.
 for flag in ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
              "--primbench_dt=u8s8:bf16"):
