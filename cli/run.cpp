@@ -165,10 +165,12 @@ int cmd_run(int argc, char** argv) {
   }
   if (!save.empty()) make_dir(save);
 
-  // A reduced data type's peak: the fp32 probe times the type's ideal rate (dtype.h).
+  // A reduced data type's peak: the probe's rate of its dot-product instruction (machine.h).
   const double peak = machine_info().peak_flops * p->peak_scale();
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.2f", p->peak_scale());
   const std::string peak_how =
-      p->peak_scale() == 1 ? "" : " = " + number_str(p->peak_scale()) + " x fp32 FMA";
+      p->peak_scale() == 1 ? "" : " = " + std::string(scale) + " x fp32 FMA, measured";
   if (!json)
     std::printf(
         "%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s%s, timing %s, %s "

@@ -70,7 +70,7 @@ class Problem {
   virtual Dir dir() const = 0;
   virtual double flops() const = 0;  // useful FLOPs (direct-algorithm count)
   virtual double bytes() const = 0;  // bytes that must move: inputs read + outputs written
-  // The data type's ideal rate over fp32 FMA here (dtype.h's peak_scale; 1 for f32): peak
+  // The data type's measured rate over fp32 FMA here (machine.h's peak_scale; 1 for f32): peak
   // percentages are of the fp32 peak times this.
   virtual double peak_scale() const { return 1; }
   virtual std::string layout() const = 0;  // how to read the tensors (for --save)

@@ -22,6 +22,7 @@
 #include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
+#include "kernels/core/machine.h"
 #include "kernels/core/problem.h"
 
 namespace pb {

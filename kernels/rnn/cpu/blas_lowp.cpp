@@ -40,8 +40,10 @@ struct U8s8Types {
 #if defined(__x86_64__)
 // h[0, n) into the type: bf16 (round to nearest even) at out, and h replaced by the value the
 // type holds (the state the next step reads).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void store_state(
-    float* h, uint16_t* out, int64_t n, float, float) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void store_state(float* h,
+                                                                                 uint16_t* out,
+                                                                                 int64_t n, float,
+                                                                                 float) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
     const __m256i b = (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, h + i));

@@ -57,10 +57,9 @@ dnnl::primitive_desc pd_of(const RnnDesc& d, float data_scale, float data_shift,
   }
   auto& eng = onednn::engine();
   if (d.cell == Cell::lstm)
-    return dnnl::lstm_forward::primitive_desc(
-        {pk, kL2R, m.src_layer, m.src_iter, m.iter_c, m.wl, m.wi, m.bias, m.dst_layer, m.src_iter,
-         m.iter_c},
-        attr, eng);
+    return dnnl::lstm_forward::primitive_desc({pk, kL2R, m.src_layer, m.src_iter, m.iter_c, m.wl,
+                                               m.wi, m.bias, m.dst_layer, m.src_iter, m.iter_c},
+                                              attr, eng);
   if (d.cell == Cell::gru)
     return dnnl::lbr_gru_forward::primitive_desc(
         {pk, kL2R, m.src_layer, m.src_iter, m.wl, m.wi, m.bias, m.dst_layer, m.src_iter}, attr,
@@ -164,8 +163,12 @@ class RnnOnednnLowp : public RnnImpl {
     onednn::stream().wait();
     convert_ms_ = 1e3 * (now_seconds() - t0);
   }
-  void run() override { prim_.execute(onednn::stream(), args_); }
-  void sync() override { onednn::stream().wait(); }
+  void run() override {
+    prim_.execute(onednn::stream(), args_);
+  }
+  void sync() override {
+    onednn::stream().wait();
+  }
 
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
