@@ -11,7 +11,7 @@ struct DotPass {
   double cpu_share = 1;  // the least CPU time a thread got over the wall time of its loop
 };
 
-bool has_dot(Dot kind);  // whether this CPU has the instruction
+bool has_dot(Dot kind);    // whether this CPU has the instruction
 long dot_iters(Dot kind);  // loop iterations for a pass of about 10 ms
 DotPass dot_pass(Dot kind, int nthreads, long iters);
 

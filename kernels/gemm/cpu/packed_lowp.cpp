@@ -252,7 +252,7 @@ void driver(const LowpGemm& g) {
   const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   const int64_t mc_max = std::max<int64_t>(kMr, l2 / 2 / (kcp_max * sizeof(TA)) / kMr * kMr);
   const int64_t nc_max = std::max<int64_t>(kNr, l3 / 4 / (kcp_max * sizeof(TB)) / kNr * kNr);
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int nt = gemm_threads(m, n, k);
   const int64_t n_sl = ceil_div(m, kMr);
   const int64_t n_ic = std::min(n_sl, ceil_div(ceil_div(m, mc_max), nt) * nt);
   const int64_t mc = ceil_div(n_sl, n_ic) * kMr;

@@ -469,6 +469,11 @@ std::string sgemm_packed_config() {
          std::to_string(c.kc) + " mc " + std::to_string(c.mc) + " nc " + std::to_string(c.nc);
 }
 
+int gemm_threads(int64_t m, int64_t n, int64_t k) {
+  if (omp_in_parallel() || 2.0 * m * n * k < double(1 << 21)) return 1;
+  return omp_get_max_threads();
+}
+
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
@@ -477,8 +482,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     return;
   }
   const Config& cf = config();
-  // One level of threads: a call from inside a parallel region runs on its calling thread.
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
   if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
