@@ -93,8 +93,8 @@ void print_text(const Problem& p, const Row& r) {
     std::printf("%-20s unsupported: %s\n", r.impl.c_str(), r.reason.c_str());
     return;
   }
-  if (r.status == "fail" && !r.checked) {
-    std::printf("%-20s error: %s\n", r.impl.c_str(), r.reason.c_str());
+  if (r.status == "fail" && !r.checked) {  // the reason says "error: ..."
+    std::printf("%-20s %s\n", r.impl.c_str(), r.reason.c_str());
     return;
   }
   std::printf("%-20s %10.3f ms %9.2f GFLOP/s %6.1f%% peak  prep %8.1f ms", r.impl.c_str(),

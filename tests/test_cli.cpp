@@ -271,5 +271,26 @@ TEST(CliSmoke, OutOfMemoryIsAnErrorNotACrash) {
       << r.out;
 }
 
+// An allocation that fails inside an OpenMP parallel region (the per-thread scratch cpu/packed
+// grows there, injected with PRIMBENCH_INJECT_BAD_ALLOC=scratch) is the implementation's error
+// row and exit 1, as any run-time failure, not std::terminate: the packed loop nests in fp32 and
+// in the reduced types, and the in-place path for few columns. Two threads, so the regions are
+// real.
+TEST(CliSmoke, OutOfMemoryInAParallelRegionIsAnError) {
+  for (const char* shape : {"m512n512k256", "m512n512k256_dt=bf16", "m512n512k256_dt=u8s8",
+                            "m512n16k256_dt=u8s8", "m512n16k256_dt=bf16"}) {
+    auto r = run_cli(std::string("run gemm ") + shape + " --impl cpu/packed --reps 1 --threads 2",
+                     "PRIMBENCH_INJECT_BAD_ALLOC=scratch");
+    if (r.out.find("unsupported") != std::string::npos) continue;  // no AVX-512 BF16/VNNI
+    EXPECT_EQ(r.status, 1) << shape << ": " << r.out;
+    EXPECT_NE(r.out.find("cpu/packed           error: out of memory in a parallel region"),
+              std::string::npos)
+        << shape << ": " << r.out;
+  }
+  auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_INJECT_BAD_ALLOC=disk");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("PRIMBENCH_INJECT_BAD_ALLOC"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace pb::test

@@ -279,11 +279,18 @@ void driver(const LowpGemm& g) {
   float* pn = panel ? scratch<float>(panel_buf, m * std::min(n, nc_max)) : nullptr;
   const auto out_size = static_cast<size_t>(g.dt.out_bytes());
 
+  // A thread that cannot grow its buffers still passes every barrier; once one failed, no thread
+  // computes, and the error is rethrown after the region.
+  RegionErrors errors;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     static thread_local std::vector<uint8_t> a_buf, comp_buf;
-    TA* ap_own = split_rows ? scratch<TA>(a_buf, mc * kcp_max) : nullptr;
-    int32_t* comp_own = split_rows && quant ? scratch<int32_t>(comp_buf, mc) : nullptr;
+    TA* ap_own = nullptr;
+    int32_t* comp_own = nullptr;
+    errors.run([&] {
+      if (split_rows) ap_own = scratch<TA>(a_buf, mc * kcp_max, true);
+      if (split_rows && quant) comp_own = scratch<int32_t>(comp_buf, mc, true);
+    });
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, kNr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
@@ -337,6 +344,7 @@ void driver(const LowpGemm& g) {
         if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
+            if (errors.failed()) continue;
             const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
             const int64_t ic = s0 * kMr, mcv = std::min(s1 * kMr, m) - ic;
             for (int64_t s = 0; s < ceil_div(mcv, kMr); ++s)
@@ -358,6 +366,7 @@ void driver(const LowpGemm& g) {
       }
     }
   }
+  errors.rethrow();
 }
 
 }  // namespace

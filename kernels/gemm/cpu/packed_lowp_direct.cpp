@@ -173,15 +173,18 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
   const int64_t n_cg = ceil_div(g.n, kDirectCols);
   const int64_t blocks = ceil_div(g.m, kDirectRows);
   const int threads = static_cast<int>(std::min<int64_t>(nt, blocks));
+  // No barrier inside: a thread that cannot grow its buffers skips its blocks, and the error is
+  // rethrown after the region.
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  errors.run([&] {
     const int t = omp_get_thread_num(), tn = omp_get_num_threads();
     const int64_t b0 = blocks * t / tn, b1 = blocks * (t + 1) / tn;
     // Per block: 4 vectors per column of C, and 4 of row sums (u8s8).
     const int64_t per_block = n_cg * kDirectCols * 4 + 4;
     static thread_local std::vector<uint8_t> state_buf, u_buf;
-    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block);
-    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4);
+    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block, true);
+    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4, true);
     for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
       const int64_t p1 = std::min(g.k, p0 + kc), ngc = ceil_div(p1 - p0, G);
       const bool first = p0 == 0, last = p1 == g.k;
@@ -205,7 +208,8 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
         }
       }
     }
-  }
+  });
+  errors.rethrow();
 }
 
 template void direct<Bf16>(const LowpGemm&, const float*, float, int);

@@ -8,7 +8,10 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <new>
 #include <vector>
+
+#include "kernels/core/threads.h"
 
 #include "kernels/gemm/cpu/packed_lowp.h"
 
@@ -21,9 +24,13 @@ inline int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 // A 64-byte aligned area of `count` T in `v`, grown as needed.
+// in_region: grown inside a parallel region (where PRIMBENCH_INJECT_BAD_ALLOC=scratch fails it).
 template <class T>
-T* scratch(std::vector<uint8_t>& v, size_t count) {
-  if (v.size() < count * sizeof(T) + 64) v.resize(count * sizeof(T) + 64);
+T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
+  if (v.size() < count * sizeof(T) + 64) {
+    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
+    v.resize(count * sizeof(T) + 64);
+  }
   const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
   return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }
