@@ -292,5 +292,51 @@ TEST(CliSmoke, OutOfMemoryInAParallelRegionIsAnError) {
   EXPECT_NE(bad.out.find("PRIMBENCH_INJECT_BAD_ALLOC"), std::string::npos) << bad.out;
 }
 
+// A problem larger than the memory available now (MemAvailable, a fake meminfo here) is a one-line
+// error naming both sizes before anything is allocated (exit 4); the same problem runs when the
+// memory is there.
+TEST(CliSmoke, ProblemOverAvailableMemoryIsRefused) {
+  const std::string dir = ::testing::TempDir();
+  for (const char* kb : {"10000", "100000000"}) {
+    const std::string f = dir + "/meminfo_" + kb;
+    std::FILE* out = std::fopen(f.c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    std::fprintf(
+        out, "MemTotal:       200000000 kB\nMemFree:          5000 kB\nMemAvailable: %s kB\n", kb);
+    std::fclose(out);
+    auto r = run_cli("run gemm m2048 --impl cpu/packed --reps 1", "PRIMBENCH_MEMINFO=" + f);
+    if (std::string(kb) == "10000") {
+      EXPECT_EQ(r.status, 4) << r.out;
+      EXPECT_NE(r.out.find("primbench: error: gemm m2048n2048k2048 fwd needs 67 MB, but this "
+                           "machine has 10 MB available (MemAvailable)"),
+                std::string::npos)
+          << r.out;
+    } else {
+      EXPECT_EQ(r.status, 0) << r.out;
+    }
+  }
+}
+
+// PRIMBENCH_MAX_WORKSPACE_MB skips an implementation whose planned workspace is over it, with
+// the reason (exit 3 when it was the one asked for); a bad value exits 2 naming it.
+TEST(CliSmoke, WorkspaceOverTheCapIsUnsupported) {
+  auto r = run_cli("run conv mb2ic64ih56oc64kh3ph1 --impl cpu/fft --reps 1",
+                   "PRIMBENCH_MAX_WORKSPACE_MB=0.001");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("workspace of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is over PRIMBENCH_MAX_WORKSPACE_MB=0.001"), std::string::npos) << r.out;
+  auto ok = run_cli("run conv mb2ic64ih56oc64kh3ph1 --impl cpu/fft --reps 1",
+                    "PRIMBENCH_MAX_WORKSPACE_MB=100000");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  // A network's search skips such candidates; with none left, the layer is named.
+  auto net = run_cli("net tiny_resnet --backend cpu --policy best --find-cache off",
+                     "PRIMBENCH_MAX_WORKSPACE_MB=0.00001");
+  EXPECT_EQ(net.status, 3) << net.out;
+  EXPECT_NE(net.out.find("conv1 fwd: cpu/direct's workspace of"), std::string::npos) << net.out;
+  auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_MAX_WORKSPACE_MB=lots");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("PRIMBENCH_MAX_WORKSPACE_MB"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace pb::test

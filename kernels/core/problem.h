@@ -144,4 +144,11 @@ inline Measured measure(Problem& p, Runner& r, int reps, bool check,
 
 double now_seconds();  // steady clock
 
+// The workspace cap (PRIMBENCH_MAX_WORKSPACE_MB, a positive number of MB; unset: none): throws
+// Unsupported naming the cap when an implementation's planned workspace is over it, so that it
+// is skipped with that reason, as a library refuses an algorithm whose workspace is over a
+// framework's limit. Checked after plan() (the interface has no workspace query before it);
+// measure() and the network executor's search apply it. Bad values: InputError naming it.
+void check_workspace_cap(const std::string& impl, size_t workspace_bytes);
+
 }  // namespace pb
