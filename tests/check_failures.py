@@ -179,11 +179,26 @@ for inject in (None, "cpu/blas"):
     else:
         expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 RNN rows pass (got %d)" % code, out)
 
-# Bad contract flags: one line naming the flag, exit 2.
-for flag in ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
-             "--primbench_dt=u8s8:bf16"):
+# Every benchmark flag with a wrong value: one line naming the flag, exit 2, before anything
+# runs (the primitives' binaries share bench_common's flags; bench_networks has its own).
+BAD_FLAGS = ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
+             "--primbench_dt=u8s8:bf16", "--primbench_sets=nope", "--primbench_dirs=up",
+             "--primbench_default=maybe", "--primbench_batch=0", "--primbench_seed=-1",
+             "--primbench_check=yes", "--primbench_threads=0", "--primbench_bogus=1")
+for flag in BAD_FLAGS:
     code, out = bench(os.path.join(tmp, "x.json"), flag)
-    expect(code == 2 and flag.split("=")[0] in out, "%s exits 2 naming the flag" % flag, out)
+    expect(code == 2 and flag.split("=")[0] in out and len(out.strip().splitlines()) == 1,
+           "%s exits 2 naming the flag in one line" % flag, out)
+NETS = os.path.join(BUILD, "bench_networks")
+for flag in ("--primbench_nets=nope", "--primbench_backends=gpu", "--primbench_policies=fastest",
+             "--primbench_modes=sideways", "--primbench_default=maybe", "--primbench_batch=0",
+             "--primbench_find_cache=", "--primbench_layers_dir=/proc/no/such",
+             "--primbench_threads=0", "--primbench_timing=x", "--primbench_check=yes",
+             "--primbench_dirs=up", "--primbench_cache=warm", "--primbench_seed=-2",
+             "--primbench_bogus=1"):
+    code, out = run([NETS, flag, "--benchmark_list_tests"])
+    expect(code == 2 and flag.split("=")[0] in out and len(out.strip().splitlines()) == 1,
+           "bench_networks %s exits 2 naming the flag in one line" % flag, out)
 
 # tools/bench: a failed benchmark makes it exit 1 (results in a private folder).
 # --no-build: ctest runs other tests beside this one, and a rebuild here (the commit recorded in

@@ -372,7 +372,7 @@ void Executor::Impl::calibrate() {
   host_stale = dev != nullptr;
 }
 
-Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
+void check_net_options(const NetOptions& opt) {
   const std::vector<std::string> backends = {"cpu", "onednn", "ocl", "ref"};
   if (std::find(backends.begin(), backends.end(), opt.backend) == backends.end())
     throw InputError("backend", "'" + opt.backend + "' is not one of cpu, onednn, ocl, ref");
@@ -387,6 +387,10 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
       throw InputError("policy", "'" + opt.policy + "' is not best, first or an algorithm of " +
                                      opt.backend + " (primbench list)");
   }
+}
+
+Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
+  check_net_options(opt);
   p_->baseline_rss = rss_baseline_bytes();
 #ifdef PRIMBENCH_HAVE_OPENCL
   p_->baseline_device = ocl::device_bytes_live();
