@@ -58,6 +58,24 @@ const std::vector<Row> kTable = {
      "exact value; arbitrary data: fp32 accumulation ~sqrt(K)*eps (K as in the conv row), and a "
      "bf16 output one ulp (2^-8 relative) on the elements within that error of a rounding "
      "boundary: 4e-3 normwise"},
+    // Winograd in bf16: the inputs widened to fp32, then the fp32 engine. A bf16 output rounds
+    // its result: integer data put many exact sums on ties between two bf16 neighbours (odd
+    // integers from 257 to 511, ...), and the engine's error decides them, so up to every
+    // element may land one bf16 ulp away, at most 2^-7 relative (just above a power of two):
+    // 8e-3 bounds that worst case.
+    {"conv:bf16", "cpu/winograd_f2", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(2x2,3x3) engine, whose error is the fp32 one "
+     "(row conv cpu/winograd_f2: integer data exact while sums stay below 2^22, measured 0 here; "
+     "reals ~sqrt(icg)*eps). A bf16 output rounds that result; an element within the engine's "
+     "error of a rounding boundary lands one bf16 ulp away (<= 2^-7 relative): 8e-3 normwise "
+     "in the worst case"},
+    {"conv:bf16", "cpu/winograd_f4", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(4x4,3x3) engine: its error grows as the fp32 "
+     "one, like sqrt(icg) (measured 6e-7 at icg 3-16, 1.3e-6 at icg 64; 3.3e-6 at 512 in fp32, "
+     "row conv cpu/winograd_f4), far below bf16's own input rounding (2^-9). With a bf16 output "
+     "that error decides the integer sums on ties between two bf16 neighbours: measured 1.8e-3 "
+     "normwise at icg 64, each element at most one bf16 ulp (<= 2^-7 relative): 8e-3 bounds "
+     "the worst case"},
     {"conv:f16", "*", 0, 1e-3,
      "f16 products are exact in fp32 (11-bit significands); integer inputs as bf16; arbitrary "
      "data: fp32 accumulation, and an f16 output one ulp (2^-11) on elements near a boundary"},
