@@ -41,9 +41,11 @@ struct Flags {
 };
 
 // "_bf16", "_u8s8_s8" for a descriptor with a reduced data type (dt=...), else "": the type goes
-// into the benchmark's first name part (gemm_bf16/cpu/packed/...), like a direction.
+// into the benchmark's first name part (gemm_bf16/cpu/packed/...), like a direction. The word
+// ends as the grammar's tokenizer ends it: at a character outside [A-Za-z0-9:], or before the n of
+// a quoted name that follows (conv prints dt=bf16n"name").
 std::string dt_tag(const std::string& desc) {
-  static const std::regex re("dt=([A-Za-z0-9:]+)");
+  static const std::regex re("dt=([A-Za-z0-9:]+?)(?:n\"|[^A-Za-z0-9:]|$)");
   std::smatch m;
   if (!std::regex_search(desc, m, re) || m[1] == "f32") return "";
   std::string tag = "_" + m[1].str();

@@ -179,6 +179,33 @@ for inject in (None, "cpu/blas"):
     else:
         expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 RNN rows pass (got %d)" % code, out)
 
+# The same for convolution: bench_conv --primbench_dt names rows conv_<dir>_<type>/, and an
+# injected error in a bf16 or u8s8 convolution (cpu/direct; cpu/im2col) is a FAIL.
+CONV = os.path.join(BUILD, "bench_conv")
+for inject in (None, "cpu/direct", "cpu/im2col"):
+    typed = os.path.join(tmp, "typed_conv.json")
+    code, out = run([CONV, "--primbench_sets=resnet50", "--primbench_batch=1",
+                     "--primbench_dirs=fwd", "--primbench_dt=bf16,u8s8:s8",
+                     "--benchmark_filter=^conv_fwd_(bf16|u8s8_s8)/cpu/(direct|im2col)/"
+                     "resnet50:res4_3x3_x5/", "--benchmark_min_time=0.01",
+                     "--benchmark_out=" + typed, "--benchmark_out_format=json"],
+                    {"PRIMBENCH_INJECT_ERROR": inject} if inject else {})
+    names = sorted(r["name"] for r in rows(typed)) if os.path.exists(typed) else []
+    expect(len(names) == 4 and names[0].startswith("conv_fwd_bf16/cpu/direct/resnet50:res4_3x3") and
+           names[3].startswith("conv_fwd_u8s8_s8/cpu/im2col/resnet50:res4_3x3"),
+           "bench_conv --primbench_dt names the rows by type (got %s)" % names, out)
+    if inject:
+        expect(code == 1 and out.count("FAIL conv_fwd_") == 2 and
+               out.count("FAIL conv_fwd_bf16/" + inject) == 1 and
+               out.count("FAIL conv_fwd_u8s8_s8/" + inject) == 1,
+               "an injected error in a bf16 and a u8s8 %s convolution is a FAIL (got %d)"
+               % (inject, code), out)
+    else:
+        expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 conv rows pass (got %d)" % code,
+               out)
+code, out = run([CONV, "--primbench_dt=u8s8:bf16"])
+expect(code == 2 and "--primbench_dt" in out, "bench_conv --primbench_dt=u8s8:bf16 exits 2", out)
+
 # Every benchmark flag with a wrong value: one line naming the flag, exit 2, before anything
 # runs (the primitives' binaries share bench_common's flags; bench_networks has its own).
 BAD_FLAGS = ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",

@@ -60,6 +60,9 @@ TEST(CliSmoke, BadInputExitsTwoWithOneLineNamingTheField) {
       {"run gemm m4 --bogus", "--bogus"},
       {"run gemm", "usage"},
       {"frobnicate", "frobnicate"},
+      {"run gemm m4dt=bf8", "field dt"},
+      {"run conv mb2ic3ih5oc4kh3dt=u8s8:bf16", "field dt"},
+      {"run conv mb2ic3ih5oc4kh3dt=int4", "field dt"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
@@ -70,6 +73,14 @@ TEST(CliSmoke, BadInputExitsTwoWithOneLineNamingTheField) {
   auto env = run_cli("run gemm m4 --impl cpu/openblas", "PRIMBENCH_THREADS=-2");
   EXPECT_EQ(env.status, 2) << env.out;
   EXPECT_NE(env.out.find("PRIMBENCH_THREADS"), std::string::npos) << env.out;
+}
+
+// A reduced data type no implementation runs in that direction is "unsupported" (exit 3), with
+// the reason: u8s8 is inference.
+TEST(CliSmoke, TypedConvBackwardIsUnsupported) {
+  auto r = run_cli("run conv mb2ic3ih5oc4kh3dt=u8s8 --dir bwd_d --impl all");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("u8s8 is inference"), std::string::npos) << r.out;
 }
 
 TEST(CliSmoke, FailedCheckExitsOne) {

@@ -49,6 +49,40 @@ const std::vector<Row> kTable = {
      "802816, range 3); past 2^23 terms (bwd_w at batch >= ~170 on 224x224) the data are not "
      "exact and this general bound applies: our bwd_w sums <= 1024 pixels per chunk in "
      "registers, then chunk totals, which keeps the growth well below sqrt(K)*eps"},
+    // Reduced types (desc.h's dt): as for GEMM, the inputs are values of the type and the
+    // reference applies the implementation's output conversion to the exact sum.
+    {"conv:bf16", "*", 0, 4e-3,
+     "bf16 products are exact in fp32 (8-bit significands): direct, im2col on the bf16 GEMM and "
+     "oneDNN's bf16 kernels only add exact products in fp32, so integer inputs with |partial "
+     "sums| < 2^24 are exact in any order in every direction, and a bf16 output rounds the same "
+     "exact value; arbitrary data: fp32 accumulation ~sqrt(K)*eps (K as in the conv row), and a "
+     "bf16 output one ulp (2^-8 relative) on the elements within that error of a rounding "
+     "boundary: 4e-3 normwise"},
+    // Winograd in bf16: the inputs widened to fp32, then the fp32 engine. A bf16 output rounds
+    // its result: integer data put many exact sums on ties between two bf16 neighbours (odd
+    // integers from 257 to 511, ...), and the engine's error decides them, so up to every
+    // element may land one bf16 ulp away, at most 2^-7 relative (just above a power of two):
+    // 8e-3 bounds that worst case.
+    {"conv:bf16", "cpu/winograd_f2", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(2x2,3x3) engine, whose error is the fp32 one "
+     "(row conv cpu/winograd_f2: integer data exact while sums stay below 2^22, measured 0 here; "
+     "reals ~sqrt(icg)*eps). A bf16 output rounds that result; an element within the engine's "
+     "error of a rounding boundary lands one bf16 ulp away (<= 2^-7 relative): 8e-3 normwise "
+     "in the worst case"},
+    {"conv:bf16", "cpu/winograd_f4", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(4x4,3x3) engine: its error grows as the fp32 "
+     "one, like sqrt(icg) (measured 6e-7 at icg 3-16, 1.3e-6 at icg 64; 3.3e-6 at 512 in fp32, "
+     "row conv cpu/winograd_f4), far below bf16's own input rounding (2^-9). With a bf16 output "
+     "that error decides the integer sums on ties between two bf16 neighbours: measured 1.8e-3 "
+     "normwise at icg 64, each element at most one bf16 ulp (<= 2^-7 relative): 8e-3 bounds "
+     "the worst case"},
+    {"conv:f16", "*", 0, 1e-3,
+     "f16 products are exact in fp32 (11-bit significands); integer inputs as bf16; arbitrary "
+     "data: fp32 accumulation, and an f16 output one ulp (2^-11) on elements near a boundary"},
+    {"conv:u8s8", "*", 0, 0,
+     "int32 accumulation is exact, the source's zero point is subtracted exactly (in int32, or "
+     "as an integer compensation), the scales are powers of two (quant.h), so the scaled sum is "
+     "exact in fp32 and the s8 rounding (to nearest even, saturated) is the reference's"},
     {"conv", "cpu/winograd_f2", 1e-6, 2e-5,
      "F(2x2,3x3): transforms use 0, +-1, +-1/2, so integer data give quarter-integer products; "
      "exact while sums stay below 2^22, which the conformance fill (|sum| < 2^23 for direct) "

@@ -198,7 +198,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void pack_a(
   }
 }
 
-// op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) into one sliver (NR columns per group).
+// op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) into one sliver (NR columns per group). Whole
+// groups of whole slivers are moved by vector shuffles (op(B) = B: the 8 x 8 word transposes;
+// op(B) = B^T, an im2col buffer's rows: G rows interleaved), the rest element by element.
 template <class Tr>
 void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t kc, int64_t c0,
             int nv, typename Tr::TB* dst) {
@@ -211,6 +213,26 @@ void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t 
     g0 = full;
     for (int64_t g = 0; g < full && nv < kNr; ++g)
       std::memset(dst + (g * kNr + nv) * G, 0, (kNr - nv) * G * sizeof(T));
+  } else if (tb && nv == kNr) {  // row p of op(B) contiguous: interleave G rows of 8 columns
+    for (int64_t g = 0; g < full; ++g) {
+      const T* r = b + (p0 + g * G) * ldb + c0;
+      __m128i lo, hi;
+      if constexpr (G == 2) {
+        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
+        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + ldb));
+        lo = _mm_unpacklo_epi16(x0, x1), hi = _mm_unpackhi_epi16(x0, x1);
+      } else {
+        const __m128i x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r));
+        const __m128i x1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + ldb));
+        const __m128i x2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + 2 * ldb));
+        const __m128i x3 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + 3 * ldb));
+        const __m128i a = _mm_unpacklo_epi8(x0, x1), c = _mm_unpacklo_epi8(x2, x3);
+        lo = _mm_unpacklo_epi16(a, c), hi = _mm_unpackhi_epi16(a, c);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + g * kNr * G), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + g * kNr * G) + 1, hi);
+    }
+    g0 = full;
   }
   for (int64_t g = g0; g < ng; ++g)
     for (int j = 0; j < kNr; ++j)

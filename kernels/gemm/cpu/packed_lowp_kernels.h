@@ -1,8 +1,9 @@
 // Internal to cpu/packed's reduced-precision GEMM (packed_lowp.cpp: the packed loop nest;
 // packed_lowp_direct.cpp: the in-place path for few columns): the element types, the cache
-// scratch, the group dot product and the epilogue their micro-kernels share. x86 AVX-512 only;
-// include it between the includer's diagnostic push and pop (GCC 12's false maybe-uninitialized
-// reports on its own intrinsics).
+// scratch, the group dot product and the epilogue their micro-kernels share. The group dot
+// product (dot, Acc) also serves cpu/direct's reduced-precision convolution tiles. x86 AVX-512
+// only; include it between the includer's diagnostic push and pop (GCC 12's false
+// maybe-uninitialized reports on its own intrinsics).
 #pragma once
 
 #include <immintrin.h>
