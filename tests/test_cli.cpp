@@ -288,15 +288,20 @@ TEST(CliSmoke, OutOfMemoryIsAnErrorNotACrash) {
 // in the reduced types, and the in-place path for few columns. Two threads, so the regions are
 // real.
 TEST(CliSmoke, OutOfMemoryInAParallelRegionIsAnError) {
-  for (const char* shape : {"m512n512k256", "m512n512k256_dt=bf16", "m512n512k256_dt=u8s8",
-                            "m512n16k256_dt=u8s8", "m512n16k256_dt=bf16"}) {
-    auto r = run_cli(std::string("run gemm ") + shape + " --impl cpu/packed --reps 1 --threads 2",
+  // The GEMMs themselves, and cpu/im2col's chunks, each a single-threaded GEMM inside the
+  // chunk loop's own region (forward, and the backward-weights reduction with its barrier).
+  for (const char* run :
+       {"gemm m512n512k256 --impl cpu/packed", "gemm m512n512k256_dt=bf16 --impl cpu/packed",
+        "gemm m512n512k256_dt=u8s8 --impl cpu/packed", "gemm m512n16k256_dt=u8s8 --impl cpu/packed",
+        "gemm m512n16k256_dt=bf16 --impl cpu/packed",
+        "conv mb4ic64ih28oc64kh3ph1 --impl cpu/im2col",
+        "conv mb4ic64ih28oc64kh3ph1 --dir bwd_w --impl cpu/im2col"}) {
+    auto r = run_cli(std::string("run ") + run + " --reps 1 --threads 2",
                      "PRIMBENCH_INJECT_BAD_ALLOC=scratch");
     if (r.out.find("unsupported") != std::string::npos) continue;  // no AVX-512 BF16/VNNI
-    EXPECT_EQ(r.status, 1) << shape << ": " << r.out;
-    EXPECT_NE(r.out.find("cpu/packed           error: out of memory in a parallel region"),
-              std::string::npos)
-        << shape << ": " << r.out;
+    EXPECT_EQ(r.status, 1) << run << ": " << r.out;
+    EXPECT_NE(r.out.find("error: out of memory in a parallel region"), std::string::npos)
+        << run << ": " << r.out;
   }
   auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_INJECT_BAD_ALLOC=disk");
   EXPECT_EQ(bad.status, 2) << bad.out;

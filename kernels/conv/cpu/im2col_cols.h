@@ -61,8 +61,11 @@ void for_chunks(int64_t mb, int64_t nb, bool per_thread, F&& chunk) {
     return;
   }
   SerialBlasScope serial_blas;
+  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t c = 0; c < chunks; ++c) chunk(c * nb, omp_get_thread_num(), false);
+  for (int64_t c = 0; c < chunks; ++c)
+    errors.run([&] { chunk(c * nb, omp_get_thread_num(), false); });
+  errors.rethrow();
 }
 
 // The column and GEMM-output buffers of a chunked im2col pass, sized by plan_chunks.
