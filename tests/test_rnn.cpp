@@ -144,6 +144,25 @@ TEST(RnnSmoke, ReducedTypesAreForwardOnlyAndQuantisedExactly) {
       const float u = (*in[name])[k] * scale + shift;
       ASSERT_TRUE(u == std::nearbyint(u) && u >= 0 && u <= 255) << name << "[" << k << "]";
     }
+  // y is the hidden state, held in the type: bf16 values, or points of the u8 grid, from every
+  // implementation that runs the type.
+  for (const char* text : {"gru_h37n3t6dt=bf16", "lstm_h37n3t6i9dt=bf16", "lstm_h37n3t6dt=u8s8",
+                           "gru_h37n3t6dt=u8s8"}) {
+    auto q = prim.make(text, Dir::fwd, 2);
+    const bool u8 = std::string(text).find("u8s8") != std::string::npos;
+    for (const std::string& impl : q->impls()) {
+      std::string why;
+      auto r = q->runner(impl, &why);
+      if (!r) continue;
+      measure(*q, *r, 0, false);
+      const std::vector<Tensor> out = r->result();
+      const Tensor& y = out[0];
+      for (int64_t k = 0; k < y.size(); ++k) {
+        const float v = u8 ? y[k] * scale + shift : from_bf16(to_bf16(y[k]));
+        ASSERT_EQ(v, u8 ? std::nearbyint(v) : y[k]) << text << " " << impl << " y[" << k << "]";
+      }
+    }
+  }
   const Tensor& ws = *in["w_scale"];
   std::set<float> scales(ws.data(), ws.data() + ws.size());
   EXPECT_EQ(scales.size(), 3u);  // x1, x2, x4 from row to row

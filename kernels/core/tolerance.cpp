@@ -164,19 +164,24 @@ const std::vector<Row> kTable = {
     // y matches to fp32 rounding (measured 5e-8 on the LSTMs' cT and y); but where the fp32 h_t
     // lands within its rounding error of a boundary of the type, the two sides round it apart
     // by one step of the type, and later steps carry the difference on.
-    {"rnn:bf16", "*", 5e-4, 5e-4,
-     "one bf16 ulp (2^-8 relative) on the few states whose fp32 value lies within ~1e-7 of a "
-     "bf16 rounding boundary (a fraction ~3e-5 of them), each felt by the later steps: measured "
-     "normwise up to 5.8e-5 (cpu/blas, lstm n70) and 1.7e-5 (oneDNN, lstm h256 n32 t8) on the "
-     "conformance shapes; a wrong gate, weight or bias gives ~1e-1 and more, and a GRU that "
-     "reads the unrounded fp32 state back (the type's rounding skipped) 1.0e-3..1.2e-3"},
+    {"rnn:bf16", "*", 4e-3, 4e-3,
+     "every element within one bf16 step of the reference (2^-8 relative) keeps the normwise "
+     "error under 2^-8 = 3.9e-3: states whose fp32 value lies within ~1e-7 of a rounding "
+     "boundary round one step apart, and the later steps carry and multiply the difference "
+     "(GRU's u*h_{t-1} path keeps it), so long sequences settle near 1e-3: measured 1.1e-4 "
+     "(lstm h512 t25), 3.3e-4..4.6e-4 (lstm t100..t800), 2.9e-6..8.0e-4 (cpu/blas gru t25..t800), "
+     "5.7e-4..8.8e-4 (oneDNN gru t25..t800), 9.4e-4 and 9.8e-4 (both, gru h1536 n2 t187). A wrong "
+     "gate, weight or bias gives ~1e-1 and more; a GRU that reads back its unrounded fp32 state "
+     "(1.0e-3..1.2e-3) is rounding-sized and passes here: RnnSmoke checks that y holds bf16 "
+     "values"},
     {"rnn:u8s8", "*", 1e-2, 1e-2,
      "the int32 sums are exact and the power-of-two scales dequantise them exactly, then fp32 "
      "bias, gates and cell: where h_t * data_scale + data_shift lies within its fp32 error of a "
      "half-integer, the quantised state differs by one u8 step (1/data_scale = 1/64 here), and "
      "the later steps carry it on: measured normwise up to 1.3e-3 (lstm h33 n4 t200: cpu/blas "
-     "and oneDNN alike, both one step off the fp64 reference on the same few states) and 2.3e-4 "
-     "(gru h256 n32 t8); a wrong scale, zero point, gate or weight gives ~1e-1 and more"},
+     "and oneDNN alike, both one step off the fp64 reference on the same few states), 1.2e-3 "
+     "(lstm and gru h512 n2 t800), 2.3e-4 (gru h256 n32 t8); a wrong scale, zero point, gate or "
+     "weight gives ~1e-1 and more"},
 };
 
 bool matches(const char* pattern, const std::string& impl) {
