@@ -400,6 +400,9 @@ void gemm_packed_lowp(const LowpGemm& g) {
   if (!why.empty()) throw Unsupported(why);
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     throw InputError("gemm", "cpu/packed reduced precision needs m, n, k >= 1");
+  if (g.a_packed &&
+      (g.a_packed->dt.in != g.dt.in || g.a_packed->m != g.m || g.a_packed->k != g.k || g.ta))
+    throw RuntimeError("cpu/packed reduced precision: the packed A is of another type or shape");
 #ifdef PB_X86
   if (g.dt.in == DataType::bf16)
     lowp::driver<lowp::Bf16>(g);

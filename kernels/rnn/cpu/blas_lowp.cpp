@@ -148,6 +148,9 @@ class RnnBlasLowp : public RnnImpl {
     };
     transpose_typed(*w_, I, wt_);
     transpose_typed(*r_, H, rt_);
+    // R^T once more, interleaved as the recurrent GEMM's kernels read it every step (oneDNN
+    // packs its RNN weights likewise), the per-step GEMM then streams it.
+    rp_ = LowpPackedA(d_.dt, GH, H, rt_.data(), GH);
     if constexpr (kU8)
       for (int64_t g = 0; g < GH; ++g) row_scale_[g] = 1.0f / (*w_scale_)[g];
     convert_ms_ = 1e3 * (now_seconds() - t0);
@@ -176,9 +179,9 @@ class RnnBlasLowp : public RnnImpl {
       TD* dst = &ys_[(t + 1) * N * H];
       float* a = &xp_[t * N * GH];
       if (d_.cell == Cell::gru)
-        gemm(N, H, src, H, rt_.data(), 0.0f, hr_.data());
+        gemm(N, H, src, H, rt_.data(), 0.0f, hr_.data(), &rp_);
       else
-        gemm(N, H, src, H, rt_.data(), 1.0f, a);
+        gemm(N, H, src, H, rt_.data(), 1.0f, a, &rp_);
       for_blocks(N, H, parallel, [&](int64_t n, int64_t j0, int64_t j1) {
         FwdRow r;
         r.a = a + n * GH;
@@ -230,8 +233,8 @@ class RnnBlasLowp : public RnnImpl {
   // Row-major C (rows x GH) (+)= S (rows x k, the data in the type) op W^T (k x GH): in
   // cpu/packed's column-major terms C^T (GH x rows) = (W^T)^T-stored A (GH x k, lda GH) times
   // B (k x rows, ldb = k), A's rows the gates with their scales, B's zero point the data shift.
-  void gemm(int64_t rows, int64_t k, const TD* s, int64_t lds, const TW* wt, float beta,
-            float* c) const {
+  void gemm(int64_t rows, int64_t k, const TD* s, int64_t lds, const TW* wt, float beta, float* c,
+            const LowpPackedA* packed = nullptr) const {
     LowpGemm g;
     g.dt = d_.dt;
     g.m = d_.gh(), g.n = rows, g.k = k;
@@ -239,6 +242,7 @@ class RnnBlasLowp : public RnnImpl {
     g.b = s, g.ldb = lds;
     g.c = c, g.ldc = d_.gh();
     g.alpha = 1, g.beta = beta;
+    g.a_packed = packed;
     if constexpr (kU8) {
       g.a_scale = row_scale_.data();
       g.b_scale = 1.0f / data_scale_;
@@ -253,6 +257,7 @@ class RnnBlasLowp : public RnnImpl {
   float data_scale_ = 1, data_shift_ = 0;
   std::vector<TD> xd_, ys_;  // ys_: h0, h_1 .. h_T in the type
   std::vector<TW> wt_, rt_;
+  LowpPackedA rp_;  // rt_ interleaved for the per-step GEMM
   std::vector<float> row_scale_, xp_, hr_, rh_;
   std::vector<float> hf_[2], cs_[2];  // the fp32 states of the previous and the current step
   double convert_ms_ = 0, input_proj_ms_ = 0, recurrent_ms_ = 0;
