@@ -41,9 +41,11 @@ struct Flags {
 };
 
 // "_bf16", "_u8s8_s8" for a descriptor with a reduced data type (dt=...), else "": the type goes
-// into the benchmark's first name part (gemm_bf16/cpu/packed/...), like a direction.
+// into the benchmark's first name part (gemm_bf16/cpu/packed/...), like a direction. The word
+// ends as the grammar's tokenizer ends it: at a character outside [A-Za-z0-9:], or before the n of
+// a quoted name that follows (conv prints dt=bf16n"name").
 std::string dt_tag(const std::string& desc) {
-  static const std::regex re("dt=([A-Za-z0-9:]+)");
+  static const std::regex re("dt=([A-Za-z0-9:]+?)(?:n\"|[^A-Za-z0-9:]|$)");
   std::smatch m;
   if (!std::regex_search(desc, m, re) || m[1] == "f32") return "";
   std::string tag = "_" + m[1].str();
@@ -70,7 +72,7 @@ Flags take_flags(int* argc, char** argv) {
     else if (key == "--primbench_dt")
       f.dts = split_list(val);
     else if (key == "--primbench_default")
-      f.only_default = val.empty() || val == "1" || val == "true";
+      f.only_default = flag_bool(key, val);
     else if (key == "--primbench_batch")
       f.batch = flag_int(key, val, 1);
     else if (key == "--primbench_seed")
@@ -266,6 +268,12 @@ std::vector<std::string> split_list(const std::string& s) {
   return v;
 }
 
+bool flag_bool(const std::string& flag, const std::string& v) {
+  if (v.empty() || v == "1" || v == "true") return true;
+  if (v == "0" || v == "false") return false;
+  throw InputError(flag, "expects 1, true, 0 or false (or the flag alone), got '" + v + "'");
+}
+
 int flag_int(const std::string& flag, const std::string& v, int lo) {
   char* end = nullptr;
   long x = std::strtol(v.c_str(), &end, 10);
@@ -343,7 +351,12 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
     std::vector<Dir> dirs;
     if (f.dirs.empty()) dirs = prim.dirs;
     for (const auto& d : f.dirs) {
-      Dir dir = parse_dir(d);
+      Dir dir;
+      try {
+        dir = parse_dir(d);
+      } catch (const InputError& e) {
+        throw InputError("--primbench_dirs", e.what());
+      }
       if (std::find(prim.dirs.begin(), prim.dirs.end(), dir) == prim.dirs.end())
         throw InputError("--primbench_dirs", dir_str(dir) + " does not apply to " + spec.prim);
       dirs.push_back(dir);
@@ -352,6 +365,11 @@ int bench_main(int argc, char** argv, const BenchSpec& spec) {
     if (f.batch && !spec.with_batch)
       throw InputError("--primbench_batch", spec.prim + " has no batch dimension");
     std::vector<std::string> sets = f.sets.empty() ? list_sets(spec.prim) : f.sets;
+    for (const std::string& set : f.sets) try {
+        load_set(spec.prim, set);
+      } catch (const InputError& e) {
+        throw InputError("--primbench_sets", e.what());
+      }
     // --primbench_dt: every line again in each data type (appended as the descriptor's dt=
     // field; a primitive without one rejects it naming the field).
     std::vector<std::string> dts;

@@ -43,5 +43,7 @@ size_t run_with_progress(const std::vector<std::string>& names);
 // InputError naming the flag.
 std::vector<std::string> split_list(const std::string& s);
 int flag_int(const std::string& flag, const std::string& value, int lo);
+// A switch: "" (the flag alone), 1 or true; 0 or false. Else an InputError naming the flag.
+bool flag_bool(const std::string& flag, const std::string& value);
 
 }  // namespace pb::bench

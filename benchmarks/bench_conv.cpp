@@ -1,5 +1,7 @@
 // bench_conv: every convolution implementation on every layer of data/conv/*.txt, per direction
-// (conv_fwd/..., conv_bwd_d/..., conv_bwd_w/...), at batch 16 unless --primbench_batch says.
+// (conv_fwd/..., conv_bwd_d/..., conv_bwd_w/...), at each line's batch (16 in the network sets,
+// the CNN batch of Shi et al.; DeepBench's inference sets keep theirs, 1 to 4) unless
+// --primbench_batch says.
 #include "benchmarks/bench_common.h"
 #include "kernels/conv/desc.h"
 
@@ -13,6 +15,5 @@ int main(int argc, char** argv) {
     d.validate();
     return d.str();
   };
-  spec.default_batch = 16;  // the CNN batch of Shi et al.
   return pb::bench::bench_main(argc, argv, spec);
 }

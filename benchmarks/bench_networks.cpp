@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "kernels/allreduce/world.h"
 #include "kernels/core/error.h"
 #include "kernels/core/io.h"
+#include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
 #include "kernels/net/dp_report.h"
@@ -31,6 +33,25 @@ namespace {
 
 using pb::bench::flag_int;
 using pb::bench::split_list;
+
+// Whether backend b has policy p (best, first, or one of its algorithms); why not in *why.
+bool valid_policy(const std::string& b, const std::string& p, std::string* why) {
+  pb::NetOptions opt;
+  opt.backend = b, opt.policy = p;
+  try {
+    pb::check_net_options(opt);
+    return true;
+  } catch (const pb::InputError& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+// A flag's value that must not be empty, or an InputError naming the flag.
+std::string nonempty(const std::string& flag, const std::string& v, const char* what) {
+  if (v.empty()) throw pb::InputError(flag, std::string("needs ") + what);
+  return v;
+}
 
 struct Flags {
   std::vector<std::string> nets, backends = {"cpu", "onednn"}, policies = {"best"},
@@ -74,13 +95,13 @@ Flags take_flags(int* argc, char** argv) {
     else if (key == "--primbench_modes")
       f.modes = split_list(val);
     else if (key == "--primbench_default")
-      f.only_default = true;
+      f.only_default = pb::bench::flag_bool(key, val);
     else if (key == "--primbench_batch")
       f.batch = flag_int(key, val, 1);
     else if (key == "--primbench_find_cache")
-      f.find_cache = val;
+      f.find_cache = nonempty(key, val, "a file, or off");
     else if (key == "--primbench_layers_dir")
-      f.layers_dir = val;
+      f.layers_dir = nonempty(key, val, "a folder");
     else if (key == "--primbench_threads")
       pb::set_threads(flag_int(key, val, 1)), f.threads_given = true;
     else if (key == "--primbench_ranks")
@@ -94,10 +115,18 @@ Flags take_flags(int* argc, char** argv) {
       f.bucket_mb = std::strtod(val.c_str(), &end);
       if (val.empty() || *end || !(f.bucket_mb > 0) || f.bucket_mb > 1e6)
         throw pb::InputError(key, "needs a positive number of MB, got '" + val + "'");
-    } else if (key == "--primbench_seed" || key == "--primbench_check" ||
-               key == "--primbench_dirs" || key == "--primbench_timing" ||
-               key == "--primbench_cache")
-      continue;  // accepted for tools/bench's common flags; they do not apply here
+    } else if (key == "--primbench_seed" || key == "--primbench_check")
+      flag_int(key, val, 0);  // tools/bench's common flags: checked, but they do not apply here
+    else if (key == "--primbench_dirs")
+      for (const std::string& d : split_list(val)) try {
+          pb::parse_dir(d);
+        } catch (const pb::InputError& e) {
+          throw pb::InputError(key, e.what());
+        }
+    else if (key == "--primbench_timing")
+      pb::parse_timing(val, key);
+    else if (key == "--primbench_cache")
+      pb::parse_cache(val, key);
     else
       throw pb::InputError(key,
                            "unknown flag (bench_networks: --primbench_nets, _backends, "
@@ -113,6 +142,31 @@ Flags take_flags(int* argc, char** argv) {
       throw pb::InputError("--primbench_overlap", "'" + o + "' is not 1 (overlap) or 0");
   if (!dp_flag.empty() && !f.ranks)
     throw pb::InputError(dp_flag, "applies with --primbench_ranks only");
+  // Every backend named exists, and every policy for at least one of them (a fixed algorithm
+  // runs on the backends that have it; the others skip it): the Executor's own check, under the
+  // flags' names.
+  for (const auto& b : f.backends) {
+    pb::NetOptions opt;
+    opt.backend = b;
+    try {
+      pb::check_net_options(opt);
+    } catch (const pb::InputError& e) {
+      throw pb::InputError("--primbench_backends", e.what());
+    }
+  }
+  for (const auto& p : f.policies) {
+    std::string why;
+    bool any = p == "composed";  // onednn's layer-by-layer plan, below
+    for (const auto& b : f.backends) any = any || valid_policy(b, p, &why);
+    if (!any) throw pb::InputError("--primbench_policies", why);
+  }
+  if (!f.layers_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.layers_dir, ec);
+    if (ec)
+      throw pb::InputError("--primbench_layers_dir",
+                           "cannot create '" + f.layers_dir + "': " + ec.message());
+  }
   return f;
 }
 
@@ -313,7 +367,12 @@ int main(int argc, char** argv) {
     }
     for (const std::string& n : nets) {
       if (n.rfind("tiny_", 0) == 0 && f.nets.empty()) continue;  // check networks
-      pb::Network net = pb::Network::load(n);
+      pb::Network net;
+      try {
+        net = pb::Network::load(n);
+      } catch (const pb::InputError& e) {
+        throw pb::InputError(f.nets.empty() ? e.field() : "--primbench_nets", e.what());
+      }
       if (f.batch) net = net.with_batch(f.batch);
       for (const std::string& backend : f.backends)
         for (const std::string& policy : f.policies)
@@ -326,6 +385,8 @@ int main(int argc, char** argv) {
             // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
             // Policy "composed" (onednn): layer by layer through NCHW, not the fused plan.
             if (policy == "composed" && backend != "onednn") continue;
+            std::string why;
+            if (policy != "composed" && !valid_policy(backend, policy, &why)) continue;
             opt.composed = policy == "composed";
             opt.policy =
                 backend == "onednn" && (policy == "best" || opt.composed) ? "first" : policy;

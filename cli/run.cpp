@@ -93,8 +93,8 @@ void print_text(const Problem& p, const Row& r) {
     std::printf("%-20s unsupported: %s\n", r.impl.c_str(), r.reason.c_str());
     return;
   }
-  if (r.status == "fail" && !r.checked) {
-    std::printf("%-20s error: %s\n", r.impl.c_str(), r.reason.c_str());
+  if (r.status == "fail" && !r.checked) {  // the reason says "error: ..."
+    std::printf("%-20s %s\n", r.impl.c_str(), r.reason.c_str());
     return;
   }
   std::printf("%-20s %10.3f ms %9.2f GFLOP/s %6.1f%% peak  prep %8.1f ms", r.impl.c_str(),
@@ -165,10 +165,12 @@ int cmd_run(int argc, char** argv) {
   }
   if (!save.empty()) make_dir(save);
 
-  // A reduced data type's peak: the fp32 probe times the type's ideal rate (dtype.h).
+  // A reduced data type's peak: the probe's rate of its dot-product instruction (machine.h).
   const double peak = machine_info().peak_flops * p->peak_scale();
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.2f", p->peak_scale());
   const std::string peak_how =
-      p->peak_scale() == 1 ? "" : " = " + number_str(p->peak_scale()) + " x fp32 FMA";
+      p->peak_scale() == 1 ? "" : " = " + std::string(scale) + " x fp32 FMA, measured";
   if (!json)
     std::printf(
         "%s %s %s  (%.4g GFLOP, %.4g MB moved, %d threads, peak %.1f GFLOP/s%s, timing %s, %s "

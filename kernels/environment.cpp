@@ -130,6 +130,8 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"omp_places", env_or("OMP_PLACES")},
       {"peak_gflops", fmt(m.peak_flops / 1e9)},
       {"peak_spread_pct", fmt(m.peak_spread_pct)},
+      {"peak_gops_bf16", fmt(m.bf16_ops / 1e9)},  // 0: no vdpbf16ps on this CPU
+      {"peak_gops_u8s8", fmt(m.u8s8_ops / 1e9)},  // 0: no vpdpbusd
       {"triad_gbs", fmt(m.triad_bytes / 1e9)},
       {"triad_spread_pct", fmt(m.triad_spread_pct)},
       {"probe_cpu_share_pct", fmt(m.cpu_share_pct, "%.0f")},

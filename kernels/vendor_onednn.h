@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 
+#include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 
 namespace pb::onednn {
@@ -13,6 +14,11 @@ dnnl::stream& stream();
 std::string version();  // "2.6.3"
 // The ISA oneDNN dispatches to on this CPU ("avx512_core_bf16", ...; DNNL_MAX_CPU_ISA caps it).
 std::string effective_isa();
+
+// oneDNN's element type of a DataType's inputs (u8s8: u8 for the source, s8 for the weights) and
+// of its output.
+dnnl::memory::data_type data_type(DataType::In in, bool source);
+dnnl::memory::data_type data_type(DataType::Out out);
 
 // Rethrows a oneDNN error as ours: Unsupported only when oneDNN says it does not implement the
 // case (dnnl_unimplemented), RuntimeError for every other status (a wrong memory descriptor, out

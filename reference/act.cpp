@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "kernels/core/threads.h"
 
 namespace pb::ref {
 
@@ -56,21 +59,24 @@ std::vector<Tensor64> act_fwd(const ActDesc& d, const std::vector<const Tensor*>
     check_labels(d, in[1]->data());
     out.emplace_back(Dims{d.mb, d.ih, d.iw});
   }
+  RegionErrors errors;  // the per-position vector's allocation must not leave the region
 #pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < d.positions(); ++p) {
-    const int64_t n = p / d.hw(), i = p % d.hw();
-    std::vector<double> v(d.ic);
-    softmax_at(d, x, n, i, v.data());
-    for (int64_t c = 0; c < d.ic; ++c) out[0][at(d, n, c, i)] = v[c];
-    if (d.func == ActFunc::xent) {
-      // -log p[label] = log sum exp(x - max) - (x[label] - max), without rounding p first.
-      const int64_t label = static_cast<int64_t>((*in[1])[p]);
-      double m = -INFINITY, s = 0;
-      for (int64_t c = 0; c < d.ic; ++c) m = std::max(m, double(x[at(d, n, c, i)]));
-      for (int64_t c = 0; c < d.ic; ++c) s += std::exp(x[at(d, n, c, i)] - m);
-      out[1][p] = std::log(s) - (x[at(d, n, label, i)] - m);
-    }
-  }
+  for (int64_t p = 0; p < d.positions(); ++p)
+    errors.run([&] {
+      const int64_t n = p / d.hw(), i = p % d.hw();
+      std::vector<double> v(d.ic);
+      softmax_at(d, x, n, i, v.data());
+      for (int64_t c = 0; c < d.ic; ++c) out[0][at(d, n, c, i)] = v[c];
+      if (d.func == ActFunc::xent) {
+        // -log p[label] = log sum exp(x - max) - (x[label] - max), without rounding p first.
+        const int64_t label = static_cast<int64_t>((*in[1])[p]);
+        double m = -INFINITY, s = 0;
+        for (int64_t c = 0; c < d.ic; ++c) m = std::max(m, double(x[at(d, n, c, i)]));
+        for (int64_t c = 0; c < d.ic; ++c) s += std::exp(x[at(d, n, c, i)] - m);
+        out[1][p] = std::log(s) - (x[at(d, n, label, i)] - m);
+      }
+    });
+  errors.rethrow();
   return out;
 }
 
@@ -85,22 +91,25 @@ std::vector<Tensor64> act_bwd(const ActDesc& d, const std::vector<const Tensor*>
     return out;
   }
   if (d.func == ActFunc::xent) check_labels(d, in[1]->data());
+  RegionErrors errors;  // the per-position vector's allocation must not leave the region
 #pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < d.positions(); ++p) {
-    const int64_t n = p / d.hw(), i = p % d.hw();
-    if (d.func == ActFunc::softmax) {
-      const Tensor &y = *in[0], &dy = *in[1];
-      double dot = 0;
-      for (int64_t c = 0; c < d.ic; ++c) dot += double(dy[at(d, n, c, i)]) * y[at(d, n, c, i)];
-      for (int64_t c = 0; c < d.ic; ++c)
-        dx[at(d, n, c, i)] = y[at(d, n, c, i)] * (dy[at(d, n, c, i)] - dot);
-    } else {  // xent
-      std::vector<double> v(d.ic);
-      softmax_at(d, *in[0], n, i, v.data());
-      const int64_t label = static_cast<int64_t>((*in[1])[p]);
-      for (int64_t c = 0; c < d.ic; ++c) dx[at(d, n, c, i)] = v[c] - (c == label ? 1.0 : 0.0);
-    }
-  }
+  for (int64_t p = 0; p < d.positions(); ++p)
+    errors.run([&] {
+      const int64_t n = p / d.hw(), i = p % d.hw();
+      if (d.func == ActFunc::softmax) {
+        const Tensor &y = *in[0], &dy = *in[1];
+        double dot = 0;
+        for (int64_t c = 0; c < d.ic; ++c) dot += double(dy[at(d, n, c, i)]) * y[at(d, n, c, i)];
+        for (int64_t c = 0; c < d.ic; ++c)
+          dx[at(d, n, c, i)] = y[at(d, n, c, i)] * (dy[at(d, n, c, i)] - dot);
+      } else {  // xent
+        std::vector<double> v(d.ic);
+        softmax_at(d, *in[0], n, i, v.data());
+        const int64_t label = static_cast<int64_t>((*in[1])[p]);
+        for (int64_t c = 0; c < d.ic; ++c) dx[at(d, n, c, i)] = v[c] - (c == label ? 1.0 : 0.0);
+      }
+    });
+  errors.rethrow();
   return out;
 }
 

@@ -35,11 +35,23 @@ int64_t wei_index(const ConvDesc& d, int64_t oc, int64_t icg, int64_t ky, int64_
   return ((oc * d.icg() + icg) * d.kh + ky) * d.kw + kx;  // oc = g * ocg + ocg_index
 }
 
+// The output of d's data type from the exact sum: u8s8's scales (output channel oc), then the
+// output conversion (dtype.h).
+double typed(const ConvDesc& d, double acc, int64_t oc, const QuantParams* q) {
+  if (q) {
+    acc *= static_cast<double>(q->wei_scale[oc]) * q->src_scale;
+    if (d.dt.out == DataType::out_s8) acc /= q->dst_scale;
+  }
+  return d.dt.out == DataType::out_f32 ? acc : convert_output(acc, d.dt.out);
+}
+
 }  // namespace
 
-double conv_fwd_at(const ConvDesc& d, const Tensor& src, const Tensor& wei, int64_t index) {
+double conv_fwd_at(const ConvDesc& d, const Tensor& src, const Tensor& wei, int64_t index,
+                   const QuantParams* q) {
   Idx4 p = split(index, d.oc, d.oh, d.ow);  // n, oc, oy, ox
   const int64_t grp = p.i1 / d.ocg();
+  const double zero = q ? q->src_zero : 0.0;  // taps in the padding add nothing
   double acc = 0;
   for (int64_t c = 0; c < d.icg(); ++c) {
     const int64_t ic = grp * d.icg() + c;
@@ -49,12 +61,12 @@ double conv_fwd_at(const ConvDesc& d, const Tensor& src, const Tensor& wei, int6
       for (int64_t kx = 0; kx < d.kw; ++kx) {
         const int64_t ix = p.i3 * d.sw - d.pw + kx * (d.dw + 1);
         if (ix < 0 || ix >= d.iw) continue;
-        acc += static_cast<double>(src[((p.i0 * d.ic + ic) * d.ih + iy) * d.iw + ix]) *
+        acc += (static_cast<double>(src[((p.i0 * d.ic + ic) * d.ih + iy) * d.iw + ix]) - zero) *
                static_cast<double>(wei[wei_index(d, p.i1, c, ky, kx)]);
       }
     }
   }
-  return acc;
+  return typed(d, acc, p.i1, q);
 }
 
 double conv_bwd_d_at(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei, int64_t index) {
@@ -75,7 +87,7 @@ double conv_bwd_d_at(const ConvDesc& d, const Tensor& diff_dst, const Tensor& we
       }
     }
   }
-  return acc;
+  return typed(d, acc, 0, nullptr);
 }
 
 double conv_bwd_w_at(const ConvDesc& d, const Tensor& src, const Tensor& diff_dst, int64_t index) {
@@ -93,7 +105,7 @@ double conv_bwd_w_at(const ConvDesc& d, const Tensor& src, const Tensor& diff_ds
                static_cast<double>(diff_dst[((n * d.oc + p.i0) * d.oh + oy) * d.ow + ox]);
       }
     }
-  return acc;
+  return typed(d, acc, 0, nullptr);
 }
 
 double conv_bwd_b_at(const ConvDesc& d, const Tensor& diff_dst, int64_t oc) {
@@ -101,11 +113,11 @@ double conv_bwd_b_at(const ConvDesc& d, const Tensor& diff_dst, int64_t oc) {
   for (int64_t n = 0; n < d.mb; ++n)
     for (int64_t i = 0; i < d.oh * d.ow; ++i)
       acc += static_cast<double>(diff_dst[(n * d.oc + oc) * d.oh * d.ow + i]);
-  return acc;
+  return typed(d, acc, 0, nullptr);
 }
 
-Tensor64 conv_fwd(const ConvDesc& d, const Tensor& src, const Tensor& wei) {
-  return evaluate(d.dst_dims(), [&](int64_t i) { return conv_fwd_at(d, src, wei, i); });
+Tensor64 conv_fwd(const ConvDesc& d, const Tensor& src, const Tensor& wei, const QuantParams* q) {
+  return evaluate(d.dst_dims(), [&](int64_t i) { return conv_fwd_at(d, src, wei, i, q); });
 }
 
 Tensor64 conv_bwd_d(const ConvDesc& d, const Tensor& diff_dst, const Tensor& wei) {

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "kernels/core/error.h"
+
 namespace pb::ref {
 
 namespace {
@@ -44,6 +46,24 @@ struct Trace {
   std::vector<double> cs;    // (T+1, N, H) LSTM cell states
   std::vector<double> rh_o;  // (T, N, H) GRU: R_o h_{t-1} + b_ro
 };
+
+// The hidden state in the layer's type (desc.h): bf16/f16 rounding of the fp32 value an
+// implementation computes, or u8s8's quantisation (to nearest even, saturated) and back.
+double state_value(const RnnDesc& d, const RnnData& p, double h) {
+  switch (d.dt.in) {
+    case DataType::f32:
+      return h;
+    case DataType::bf16:
+      return convert_output(h, DataType::out_bf16);
+    case DataType::f16:
+      return convert_output(h, DataType::out_f16);
+    case DataType::u8s8: {
+      const double q = std::nearbyint(h * p.data_scale + p.data_shift);
+      return ((q < 0 ? 0 : q > 255 ? 255 : q) - p.data_shift) / p.data_scale;
+    }
+  }
+  return h;
+}
 
 Trace run_forward(const RnnDesc& d, const RnnData& p) {
   const int64_t T = d.t, N = d.n, H = d.h, I = d.i, G = d.gates(), GH = G * H;
@@ -90,6 +110,7 @@ Trace run_forward(const RnnDesc& d, const RnnData& p) {
         } else {
           h[n * H + j] = ac[0] = std::max(0.0, a(0));
         }
+        h[n * H + j] = state_value(d, p, h[n * H + j]);
       }
   }
   return tr;
@@ -106,7 +127,12 @@ RnnData rnn_data(const RnnDesc& d, const std::vector<const Tensor*>& in) {
   p.w = to64(*in[k++]);
   p.r = to64(*in[k++]);
   p.b = to64(*in[k++]);
-  if (k < in.size()) p.dy = to64(*in[k]);
+  if (d.dt.integer()) {
+    p.data_scale = (*in[k + 1])[0];
+    p.data_shift = (*in[k + 2])[0];
+  } else if (k < in.size()) {
+    p.dy = to64(*in[k]);
+  }
   return p;
 }
 
@@ -120,6 +146,7 @@ RnnForward rnn_forward(const RnnDesc& d, const RnnData& p) {
 }
 
 RnnGrads rnn_backward(const RnnDesc& d, const RnnData& p) {
+  if (!d.dt.is_f32()) throw RuntimeError("the rnn reference has no backward in dt=" + d.dt.str());
   const int64_t T = d.t, N = d.n, H = d.h, I = d.i, G = d.gates(), GH = G * H;
   Trace tr = run_forward(d, p);
   RnnGrads g;

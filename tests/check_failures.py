@@ -158,11 +158,74 @@ for inject in (None, "cpu/packed"):
     else:
         expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 rows pass (got %d)" % code, out)
 
-# Bad contract flags: one line naming the flag, exit 2.
-for flag in ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
-             "--primbench_dt=u8s8:bf16"):
+# The same for the RNN's reduced types (bench_rnn --primbench_dt, forward only): named
+# <cell>_fwd_<type>/..., and an injected error in either type is a FAIL.
+RNN_BENCH = os.path.join(BUILD, "bench_rnn")
+for inject in (None, "cpu/blas"):
+    typed = os.path.join(tmp, "rnn_typed.json")
+    code, out = run([RNN_BENCH, "--primbench_sets=shi_lstm", "--primbench_dt=bf16,u8s8",
+                     "--primbench_dirs=fwd", "--primbench_batch=2",
+                     "--benchmark_filter=^lstm_fwd_(bf16|u8s8)/cpu/blas/shi_lstm32_b64:",
+                     "--benchmark_min_time=0.01", "--benchmark_out=" + typed,
+                     "--benchmark_out_format=json"],
+                    {"PRIMBENCH_INJECT_ERROR": inject} if inject else {})
+    names = sorted(r["name"] for r in rows(typed)) if os.path.exists(typed) else []
+    expect(len(names) == 2 and names[0].startswith("lstm_fwd_bf16/cpu/blas/") and
+           names[1].startswith("lstm_fwd_u8s8/cpu/blas/"),
+           "bench_rnn --primbench_dt names the rows by type (got %s)" % names, out)
+    if inject:
+        expect(code == 1 and out.count("FAIL lstm_") == 2,
+               "an injected error in a bf16 and a u8s8 RNN is a FAIL (got %d)" % code, out)
+    else:
+        expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 RNN rows pass (got %d)" % code, out)
+
+# The same for convolution: bench_conv --primbench_dt names rows conv_<dir>_<type>/, and an
+# injected error in a bf16 or u8s8 convolution (cpu/direct; cpu/im2col) is a FAIL.
+CONV = os.path.join(BUILD, "bench_conv")
+for inject in (None, "cpu/direct", "cpu/im2col"):
+    typed = os.path.join(tmp, "typed_conv.json")
+    code, out = run([CONV, "--primbench_sets=resnet50", "--primbench_batch=1",
+                     "--primbench_dirs=fwd", "--primbench_dt=bf16,u8s8:s8",
+                     "--benchmark_filter=^conv_fwd_(bf16|u8s8_s8)/cpu/(direct|im2col)/"
+                     "resnet50:res4_3x3_x5/", "--benchmark_min_time=0.01",
+                     "--benchmark_out=" + typed, "--benchmark_out_format=json"],
+                    {"PRIMBENCH_INJECT_ERROR": inject} if inject else {})
+    names = sorted(r["name"] for r in rows(typed)) if os.path.exists(typed) else []
+    expect(len(names) == 4 and names[0].startswith("conv_fwd_bf16/cpu/direct/resnet50:res4_3x3") and
+           names[3].startswith("conv_fwd_u8s8_s8/cpu/im2col/resnet50:res4_3x3"),
+           "bench_conv --primbench_dt names the rows by type (got %s)" % names, out)
+    if inject:
+        expect(code == 1 and out.count("FAIL conv_fwd_") == 2 and
+               out.count("FAIL conv_fwd_bf16/" + inject) == 1 and
+               out.count("FAIL conv_fwd_u8s8_s8/" + inject) == 1,
+               "an injected error in a bf16 and a u8s8 %s convolution is a FAIL (got %d)"
+               % (inject, code), out)
+    else:
+        expect(code == 0 and "FAIL" not in out, "bf16 and u8s8 conv rows pass (got %d)" % code,
+               out)
+code, out = run([CONV, "--primbench_dt=u8s8:bf16"])
+expect(code == 2 and "--primbench_dt" in out, "bench_conv --primbench_dt=u8s8:bf16 exits 2", out)
+
+# Every benchmark flag with a wrong value: one line naming the flag, exit 2, before anything
+# runs (the primitives' binaries share bench_common's flags; bench_networks has its own).
+BAD_FLAGS = ("--primbench_timing=sideways", "--primbench_cache=warm", "--primbench_dt=bf8",
+             "--primbench_dt=u8s8:bf16", "--primbench_sets=nope", "--primbench_dirs=up",
+             "--primbench_default=maybe", "--primbench_batch=0", "--primbench_seed=-1",
+             "--primbench_check=yes", "--primbench_threads=0", "--primbench_bogus=1")
+for flag in BAD_FLAGS:
     code, out = bench(os.path.join(tmp, "x.json"), flag)
-    expect(code == 2 and flag.split("=")[0] in out, "%s exits 2 naming the flag" % flag, out)
+    expect(code == 2 and flag.split("=")[0] in out and len(out.strip().splitlines()) == 1,
+           "%s exits 2 naming the flag in one line" % flag, out)
+NETS = os.path.join(BUILD, "bench_networks")
+for flag in ("--primbench_nets=nope", "--primbench_backends=gpu", "--primbench_policies=fastest",
+             "--primbench_modes=sideways", "--primbench_default=maybe", "--primbench_batch=0",
+             "--primbench_find_cache=", "--primbench_layers_dir=/proc/no/such",
+             "--primbench_threads=0", "--primbench_timing=x", "--primbench_check=yes",
+             "--primbench_dirs=up", "--primbench_cache=warm", "--primbench_seed=-2",
+             "--primbench_bogus=1"):
+    code, out = run([NETS, flag, "--benchmark_list_tests"])
+    expect(code == 2 and flag.split("=")[0] in out and len(out.strip().splitlines()) == 1,
+           "bench_networks %s exits 2 naming the flag in one line" % flag, out)
 
 # tools/bench: a failed benchmark makes it exit 1 (results in a private folder).
 # --no-build: ctest runs other tests beside this one, and a rebuild here (the commit recorded in

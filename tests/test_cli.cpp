@@ -60,6 +60,9 @@ TEST(CliSmoke, BadInputExitsTwoWithOneLineNamingTheField) {
       {"run gemm m4 --bogus", "--bogus"},
       {"run gemm", "usage"},
       {"frobnicate", "frobnicate"},
+      {"run gemm m4dt=bf8", "field dt"},
+      {"run conv mb2ic3ih5oc4kh3dt=u8s8:bf16", "field dt"},
+      {"run conv mb2ic3ih5oc4kh3dt=int4", "field dt"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
@@ -70,6 +73,14 @@ TEST(CliSmoke, BadInputExitsTwoWithOneLineNamingTheField) {
   auto env = run_cli("run gemm m4 --impl cpu/openblas", "PRIMBENCH_THREADS=-2");
   EXPECT_EQ(env.status, 2) << env.out;
   EXPECT_NE(env.out.find("PRIMBENCH_THREADS"), std::string::npos) << env.out;
+}
+
+// A reduced data type no implementation runs in that direction is "unsupported" (exit 3), with
+// the reason: u8s8 is inference.
+TEST(CliSmoke, TypedConvBackwardIsUnsupported) {
+  auto r = run_cli("run conv mb2ic3ih5oc4kh3dt=u8s8 --dir bwd_d --impl all");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("u8s8 is inference"), std::string::npos) << r.out;
 }
 
 TEST(CliSmoke, FailedCheckExitsOne) {
@@ -176,6 +187,13 @@ TEST(CliSmoke, JsonCarriesProvenance) {
   EXPECT_NE(json_field(r.out, "openblas_core"), "") << r.out;
   EXPECT_NE(json_field(r.out, "fftw"), "") << r.out;
   EXPECT_NE(r.out.find("\"peak_spread_pct\":\""), std::string::npos) << r.out;
+  // The reduced types' dot-product rates, measured where the CPU has the instruction.
+  for (const char* k : {"peak_gops_bf16", "peak_gops_u8s8"})
+    EXPECT_NE(json_field(r.out, k), "") << k << " in " << r.out;
+  if (__builtin_cpu_supports("avx512bf16"))
+    EXPECT_GT(std::atof(json_field(r.out, "peak_gops_bf16").c_str()), 0) << r.out;
+  if (__builtin_cpu_supports("avx512vnni"))
+    EXPECT_GT(std::atof(json_field(r.out, "peak_gops_u8s8").c_str()), 0) << r.out;
   EXPECT_NE(json_field(r.out, "probe"), "") << r.out;
   // The ISA list is read from the CPU, not invented: AVX2 is listed exactly when cpuinfo has it.
   FILE* f = std::fopen("/proc/cpuinfo", "r");
@@ -262,6 +280,78 @@ TEST(CliSmoke, OutOfMemoryIsAnErrorNotACrash) {
   EXPECT_NE(r.out.find("primbench: error: out of memory allocating 1600000000 bytes"),
             std::string::npos)
       << r.out;
+}
+
+// An allocation that fails inside an OpenMP parallel region (the per-thread scratch cpu/packed
+// grows there, injected with PRIMBENCH_INJECT_BAD_ALLOC=scratch) is the implementation's error
+// row and exit 1, as any run-time failure, not std::terminate: the packed loop nests in fp32 and
+// in the reduced types, and the in-place path for few columns. Two threads, so the regions are
+// real.
+TEST(CliSmoke, OutOfMemoryInAParallelRegionIsAnError) {
+  // The GEMMs themselves, and cpu/im2col's chunks, each a single-threaded GEMM inside the
+  // chunk loop's own region (forward, and the backward-weights reduction with its barrier).
+  for (const char* run :
+       {"gemm m512n512k256 --impl cpu/packed", "gemm m512n512k256_dt=bf16 --impl cpu/packed",
+        "gemm m512n512k256_dt=u8s8 --impl cpu/packed", "gemm m512n16k256_dt=u8s8 --impl cpu/packed",
+        "gemm m512n16k256_dt=bf16 --impl cpu/packed",
+        "conv mb4ic64ih28oc64kh3ph1 --impl cpu/im2col",
+        "conv mb4ic64ih28oc64kh3ph1 --dir bwd_w --impl cpu/im2col"}) {
+    auto r = run_cli(std::string("run ") + run + " --reps 1 --threads 2",
+                     "PRIMBENCH_INJECT_BAD_ALLOC=scratch");
+    if (r.out.find("unsupported") != std::string::npos) continue;  // no AVX-512 BF16/VNNI
+    EXPECT_EQ(r.status, 1) << run << ": " << r.out;
+    EXPECT_NE(r.out.find("error: out of memory in a parallel region"), std::string::npos)
+        << run << ": " << r.out;
+  }
+  auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_INJECT_BAD_ALLOC=disk");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("PRIMBENCH_INJECT_BAD_ALLOC"), std::string::npos) << bad.out;
+}
+
+// A problem larger than the memory available now (MemAvailable, a fake meminfo here) is a one-line
+// error naming both sizes before anything is allocated (exit 4); the same problem runs when the
+// memory is there.
+TEST(CliSmoke, ProblemOverAvailableMemoryIsRefused) {
+  const std::string dir = ::testing::TempDir();
+  for (const char* kb : {"10000", "100000000"}) {
+    const std::string f = dir + "/meminfo_" + kb;
+    std::FILE* out = std::fopen(f.c_str(), "w");
+    ASSERT_NE(out, nullptr);
+    std::fprintf(
+        out, "MemTotal:       200000000 kB\nMemFree:          5000 kB\nMemAvailable: %s kB\n", kb);
+    std::fclose(out);
+    auto r = run_cli("run gemm m2048 --impl cpu/packed --reps 1", "PRIMBENCH_MEMINFO=" + f);
+    if (std::string(kb) == "10000") {
+      EXPECT_EQ(r.status, 4) << r.out;
+      EXPECT_NE(r.out.find("primbench: error: gemm m2048n2048k2048 fwd needs 67 MB, but this "
+                           "machine has 10 MB available (MemAvailable)"),
+                std::string::npos)
+          << r.out;
+    } else {
+      EXPECT_EQ(r.status, 0) << r.out;
+    }
+  }
+}
+
+// PRIMBENCH_MAX_WORKSPACE_MB skips an implementation whose planned workspace is over it, with
+// the reason (exit 3 when it was the one asked for); a bad value exits 2 naming it.
+TEST(CliSmoke, WorkspaceOverTheCapIsUnsupported) {
+  auto r = run_cli("run conv mb2ic64ih56oc64kh3ph1 --impl cpu/fft --reps 1",
+                   "PRIMBENCH_MAX_WORKSPACE_MB=0.001");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("workspace of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is over PRIMBENCH_MAX_WORKSPACE_MB=0.001"), std::string::npos) << r.out;
+  auto ok = run_cli("run conv mb2ic64ih56oc64kh3ph1 --impl cpu/fft --reps 1",
+                    "PRIMBENCH_MAX_WORKSPACE_MB=100000");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  // A network's search skips such candidates; with none left, the layer is named.
+  auto net = run_cli("net tiny_resnet --backend cpu --policy best --find-cache off",
+                     "PRIMBENCH_MAX_WORKSPACE_MB=0.00001");
+  EXPECT_EQ(net.status, 3) << net.out;
+  EXPECT_NE(net.out.find("conv1 fwd: cpu/direct's workspace of"), std::string::npos) << net.out;
+  auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_MAX_WORKSPACE_MB=lots");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("PRIMBENCH_MAX_WORKSPACE_MB"), std::string::npos) << bad.out;
 }
 
 }  // namespace

@@ -52,11 +52,29 @@ TEST(ConvDescSmoke, RoundTrips) {
        {"mb16ic64ih56oc64kh3ph1n\"resnet50:res2_3x3\"", "mb2g2ic96ih27oc256kh5ph2",
         "mb2ic3ih20iw17oc4kh3kw2ph1pw0dh2dw1", "mb2ic3ih10oc4oh9kh3", "mb2ic8ih12oc8kh1kw7ph0pw3",
         "mb2ic3ih8oc4oh4ow4kh3sh2", "mb1ic3ih9oc2kh3sh1sw2", "mb1ic3ih9oc2kh3dh0dw1",
-        "mb2g16ic16ih15oc16kh3ph1", "mb16ic3ih227oc96kh11sh4"}) {
+        "mb2g16ic16ih15oc16kh3ph1", "mb16ic3ih227oc96kh11sh4", "mb2ic3ih5oc4kh3dt=bf16",
+        "mb2ic3ih5oc4kh3ph1dh1dt=bf16:bf16n\"x\"", "mb2ic3ih5oc4kh3dt=u8s8",
+        "mb2ic3ih5oc4kh3dt=u8s8:s8n\"y\"", "mb2ic3ih5oc4kh3dt=f16:f16"}) {
     ConvDesc d = ConvDesc::parse(s);
     EXPECT_EQ(ConvDesc::parse(d.str()), d) << s << " -> " << d.str();
     EXPECT_EQ(d.str(), s);
   }
+}
+
+// dt (desc.h): parsed in any position, printed last before the name, the default not printed;
+// bytes count each tensor in its type.
+TEST(ConvDescSmoke, DataType) {
+  ConvDesc d = ConvDesc::parse("dt=u8s8:s8_mb2ic3ih5oc4kh3");
+  EXPECT_EQ(d.dt.in, DataType::u8s8);
+  EXPECT_EQ(d.dt.out, DataType::out_s8);
+  EXPECT_EQ(d.str(), "mb2ic3ih5oc4kh3dt=u8s8:s8");
+  EXPECT_EQ(ConvDesc::parse("mb2ic3ih5oc4kh3dt=f32").str(), "mb2ic3ih5oc4kh3");
+  EXPECT_FALSE(ConvDesc::parse("mb2ic3ih5oc4kh3dt=bf16") == ConvDesc::parse("mb2ic3ih5oc4kh3"));
+  ConvDesc b = ConvDesc::parse("mb2ic3ih5oc4kh3dt=bf16");
+  EXPECT_DOUBLE_EQ(b.bytes(Dir::fwd), 2.0 * (b.src_size() + b.wei_size()) + 4.0 * b.dst_size());
+  EXPECT_DOUBLE_EQ(b.bytes(Dir::bwd_d), 2.0 * (b.dst_size() + b.wei_size()) + 4.0 * b.src_size());
+  EXPECT_DOUBLE_EQ(b.bytes(Dir::bwd_w), 2.0 * (b.src_size() + b.dst_size()) + 4.0 * b.wei_size());
+  EXPECT_DOUBLE_EQ(d.bytes(Dir::fwd), 1.0 * (d.src_size() + d.wei_size() + d.dst_size()));
 }
 
 TEST(ConvDescSmoke, AsymmetricPaddingFromOutputSize) {
@@ -110,6 +128,11 @@ TEST(ConvDescSmoke, ErrorsNameTheField) {
   expect_field("mb2ic3ih3000000000oc4kh3", "ih");         // beyond 32 bits
   expect_field("mb100000ic100000ih1000oc100000kh1", "");  // does not fit in memory
   expect_field("mb2ic3ih5oc4kh3@", "conv");               // unreadable token
+  expect_field("mb2ic3ih5oc4kh3dt=bf8", "field dt");      // unknown type
+  expect_field("mb2ic3ih5oc4kh3dt=bf16:s8", "field dt");  // output type of another input
+  expect_field("mb2ic3ih5oc4kh3dt=u8s8:", "field dt");    // missing output type
+  expect_field("mb2ic3ih5oc4kh3dt=bf16_dt=f32", "dt");    // repeated
+  expect_field("mb2ic3ih5oc4kh3dt=bf16mb4", "field dt");  // the word runs to the next _
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "kernels/core/fill.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
+#include "kernels/core/machine_dot.h"
 #include "kernels/core/tensor.h"
 #include "kernels/core/threads.h"
 
@@ -132,6 +133,28 @@ TEST(MachineSmoke, ProbeIsPlausibleAndCached) {
   EXPECT_LT(m.peak_flops, 1e14);
   EXPECT_GT(m.triad_bytes, 1e8);
   EXPECT_EQ(&machine_info(), &m);  // measured once per thread count
+}
+
+// The reduced types' peaks are the probe's dot-product rates, where the CPU has the instruction,
+// and peak_scale divides by them: never the ISA's ideal ratio, never for f32 or f16.
+TEST(MachineSmoke, ReducedTypePeaksAreMeasured) {
+  const MachineInfo& m = machine_info();
+  EXPECT_EQ(m.bf16_ops > 0, probe::has_dot(probe::Dot::bf16));
+  EXPECT_EQ(m.u8s8_ops > 0, probe::has_dot(probe::Dot::u8s8));
+  EXPECT_EQ(peak_scale(DataType::parse("f32", "dt")), 1);
+  EXPECT_EQ(peak_scale(DataType::parse("f16", "dt")), 1);
+  EXPECT_EQ(peak_scale(DataType::parse("bf16", "dt")),
+            m.bf16_ops > 0 ? m.bf16_ops / m.peak_flops : 1);
+  EXPECT_EQ(peak_scale(DataType::parse("u8s8:s8", "dt")),
+            m.u8s8_ops > 0 ? m.u8s8_ops / m.peak_flops : 1);
+  // One pass of each: operations counted per instruction (bf16 64, u8s8 128 per zmm), so the
+  // rate is of the order of the fp32 peak (0.1x .. 16x) on any CPU that has it.
+  for (probe::Dot k : {probe::Dot::bf16, probe::Dot::u8s8}) {
+    if (!probe::has_dot(k)) continue;
+    const double ops = probe::dot_pass(k, 1, probe::dot_iters(k) / 10).ops;
+    EXPECT_GT(ops, 0.1 * m.peak_flops / m.threads);
+    EXPECT_LT(ops, 16 * m.peak_flops / m.threads);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "kernels/core/error.h"
@@ -29,6 +30,22 @@ TEST(RnnDescSmoke, ParsesAndRoundTrips) {
     EXPECT_EQ(RnnDesc::parse(RnnDesc::parse(s).str()), RnnDesc::parse(s)) << s;
   EXPECT_EQ(RnnDesc::parse("rnn_h5n2").t, 1);  // a cell-only descriptor
   EXPECT_EQ(RnnDesc::parse("lstm_h5n2t3i5").str(), "lstm_h5n2t3");
+  // Data types (benchdnn's --dt): the word runs to the next '_' or a quoted name.
+  for (const char* s : {"lstm_h8n2t3dt=bf16", "gru_h8n2t3i5dt=u8s8_n\"x\"", "rnn_h5n2dt=f16",
+                        "lstm_h8n2t3dt=u8s8n\"y\""}) {
+    RnnDesc a = RnnDesc::parse(s);
+    EXPECT_EQ(RnnDesc::parse(a.str()), a) << s;
+    EXPECT_EQ(RnnDesc::parse(a.str()).str(), a.str()) << s;
+  }
+  EXPECT_EQ(RnnDesc::parse("lstm_h8n2t3dt=u8s8").dt.in, DataType::u8s8);
+  EXPECT_EQ(RnnDesc::parse("lstm_h8n2t3dt=f32").str(), "lstm_h8n2t3");
+  EXPECT_EQ(RnnDesc::parse("gru_h8n2t3dt=bf16_n\"x\"").str(), "gru_h8n2t3dt=bf16_n\"x\"");
+  EXPECT_FALSE(RnnDesc::parse("lstm_h8n2t3dt=bf16") == RnnDesc::parse("lstm_h8n2t3"));
+  // Reduced types move fewer bytes: x, h0, W, R and y in the type.
+  EXPECT_LT(RnnDesc::parse("lstm_h64n2t3dt=u8s8").bytes(Dir::fwd),
+            RnnDesc::parse("lstm_h64n2t3dt=bf16").bytes(Dir::fwd));
+  EXPECT_LT(RnnDesc::parse("lstm_h64n2t3dt=bf16").bytes(Dir::fwd),
+            RnnDesc::parse("lstm_h64n2t3").bytes(Dir::fwd));
 }
 
 TEST(RnnDescSmoke, RejectsBadInputNamingTheField) {
@@ -50,6 +67,11 @@ TEST(RnnDescSmoke, RejectsBadInputNamingTheField) {
   EXPECT_EQ(field("lstm_h4n2t3t4"), "rnn descriptor field t");
   EXPECT_EQ(field("lstm_h4000000n4000000t100"), "rnn descriptor field t");   // overflow
   EXPECT_EQ(field("lstm_h100000n1000t100"), "rnn descriptor (h, n, t, i)");  // memory
+  EXPECT_EQ(field("lstm_h4n2t3dt=bf8"), "rnn descriptor field dt");
+  // The output is the hidden state, in the input type: no output type is given.
+  EXPECT_EQ(field("lstm_h4n2t3dt=bf16:bf16"), "rnn descriptor field dt");
+  EXPECT_EQ(field("lstm_h4n2t3dt=u8s8:s8"), "rnn descriptor field dt");
+  EXPECT_EQ(field("lstm_h4n2t3dt=bf16_dt=f32"), "rnn descriptor field dt");  // twice
 }
 
 TEST(RnnSmoke, ShrinkSaysWhatItScaled) {
@@ -72,8 +94,10 @@ TEST(RnnSmoke, ShrinkSaysWhatItScaled) {
 // across runs, state is reset), and the timing parts are reported.
 TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
   const PrimitiveInfo& prim = find_primitive("rnn");
-  for (const char* text : {"lstm_h19n3t4i7", "gru_h19n3t4", "rnn_h19n3t4"})
+  for (const char* text : {"lstm_h19n3t4i7", "gru_h19n3t4", "rnn_h19n3t4", "lstm_h19n3t4dt=bf16",
+                           "gru_h19n3t4i7dt=u8s8", "lstm_h19n3t4i7dt=u8s8"})
     for (Dir dir : {Dir::fwd, Dir::bwd}) {
+      if (dir == Dir::bwd && std::string(text).find("dt=") != std::string::npos) continue;
       auto p = prim.make(text, dir, 3);
       for (const std::string& impl : p->impls()) {
         std::string why;
@@ -98,6 +122,58 @@ TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
         }
       }
     }
+}
+
+// Reduced types: the forward only, every implementation saying so for bwd; the u8s8 inputs on
+// the grid the quantisation parameters describe, with per-row weight scales that differ.
+TEST(RnnSmoke, ReducedTypesAreForwardOnlyAndQuantisedExactly) {
+  const PrimitiveInfo& prim = find_primitive("rnn");
+  auto bwd = prim.make("lstm_h16n2t3dt=bf16", Dir::bwd, 1);
+  for (const std::string& impl : bwd->impls()) {
+    std::string why;
+    EXPECT_EQ(bwd->runner(impl, &why), nullptr) << impl;
+    EXPECT_NE(why.find("dt bf16"), std::string::npos) << impl << ": " << why;
+  }
+  auto p = prim.make("lstm_h16n2t3i5dt=u8s8", Dir::fwd, 1);
+  std::map<std::string, const Tensor*> in;
+  for (const NamedTensor& t : p->inputs()) in[t.name] = &t.tensor;
+  ASSERT_TRUE(in.count("w_scale") && in.count("data_scale") && in.count("data_shift"));
+  const float scale = (*in["data_scale"])[0], shift = (*in["data_shift"])[0];
+  for (const char* name : {"x", "h0"})
+    for (int64_t k = 0; k < in[name]->size(); ++k) {
+      const float u = (*in[name])[k] * scale + shift;
+      ASSERT_TRUE(u == std::nearbyint(u) && u >= 0 && u <= 255) << name << "[" << k << "]";
+    }
+  // y is the hidden state, held in the type: bf16 values, or points of the u8 grid, from every
+  // implementation that runs the type.
+  for (const char* text : {"gru_h37n3t6dt=bf16", "lstm_h37n3t6i9dt=bf16", "lstm_h37n3t6dt=u8s8",
+                           "gru_h37n3t6dt=u8s8"}) {
+    auto q = prim.make(text, Dir::fwd, 2);
+    const bool u8 = std::string(text).find("u8s8") != std::string::npos;
+    for (const std::string& impl : q->impls()) {
+      std::string why;
+      auto r = q->runner(impl, &why);
+      if (!r) continue;
+      measure(*q, *r, 0, false);
+      const std::vector<Tensor> out = r->result();
+      const Tensor& y = out[0];
+      for (int64_t k = 0; k < y.size(); ++k) {
+        const float v = u8 ? y[k] * scale + shift : from_bf16(to_bf16(y[k]));
+        ASSERT_EQ(v, u8 ? std::nearbyint(v) : y[k]) << text << " " << impl << " y[" << k << "]";
+      }
+    }
+  }
+  const Tensor& ws = *in["w_scale"];
+  std::set<float> scales(ws.data(), ws.data() + ws.size());
+  EXPECT_EQ(scales.size(), 3u);  // x1, x2, x4 from row to row
+  for (const char* name : {"W", "R"}) {
+    const Tensor& w = *in[name];
+    const int64_t row = w.size() / ws.size();
+    for (int64_t k = 0; k < w.size(); ++k) {
+      const float q = w[k] * ws[k / row];
+      ASSERT_TRUE(q == std::nearbyint(q) && std::fabs(q) <= 127) << name << "[" << k << "]";
+    }
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "kernels/conv/desc.h"
 #include "kernels/core/impl.h"
@@ -18,11 +19,21 @@ namespace pb {
 //                                                       images and pixels
 using ConvImpl = Impl<ConvDesc>;
 
-// The shared supports() of the CPU and OpenCL bases: one check per direction (fwd runs unless
-// an algorithm says otherwise, bwd_d and bwd_w only where it says so); `bwd` is not run as one.
+// The data type's own limit, the same for every implementation: u8s8 is inference (fwd only).
+Support dt_direction(const ConvDesc& d, Dir dir);
+
+// The shared supports() of the CPU and OpenCL bases: the data type (dt_direction, then the
+// implementation's dt_unsupported), then one check per direction (fwd runs unless an algorithm
+// says otherwise, bwd_d and bwd_w only where it says so); `bwd` is not run as one.
 class DirConv : public ConvImpl {
  public:
   Support supports(const ConvDesc& d, Dir dir) const override {
+    if (!d.dt.is_f32()) {
+      Support s = dt_direction(d, dir);
+      if (!s) return s;
+      const std::string why = dt_unsupported(d, dir);
+      if (!why.empty()) return Support::no(why);
+    }
     switch (dir) {
       case Dir::fwd:
         return supports_fwd(d);
@@ -36,6 +47,11 @@ class DirConv : public ConvImpl {
   }
 
  protected:
+  // Why this implementation does not run d's data type in `dir` ("" when it does); called for
+  // dt != f32.
+  virtual std::string dt_unsupported(const ConvDesc&, Dir) const {
+    return name() + " runs dt=f32 only";
+  }
   virtual Support supports_fwd(const ConvDesc&) const { return Support::yes(); }
   virtual Support supports_bwd_d(const ConvDesc&) const {
     return Support::no(name() + " runs fwd only (no bwd_d)");

@@ -40,6 +40,7 @@ ConvDesc ConvDesc::parse(const std::string& text) {
   const char* fields[] = {"mb", "g",  "ic", "ih", "iw", "oc", "oh", "ow",
                           "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw"};
   for (const char* f : fields) r.allow_int(f);
+  r.allow_string("dt");
   // FieldReader marks "not given" with -1, so negative values are rejected here first.
   for (const Token& t : tokenize(text, kWhat))
     if (t.kind == Token::kInt && t.ival < 0)
@@ -64,6 +65,7 @@ ConvDesc ConvDesc::parse(const std::string& text) {
   pair("sh", "sw", 1, &d.sh, &d.sw);
   pair("ph", "pw", 0, &d.ph, &d.pw);
   pair("dh", "dw", 0, &d.dh, &d.dw);
+  d.dt = DataType::parse(r.string("dt", "f32"), std::string(kWhat) + " field dt");
   d.name = r.name();
   // Sizes that the output formula divides by or subtracts must be sane before deriving.
   for (auto [f, v] : {std::pair<const char*, int64_t>{"ih", d.ih},
@@ -138,7 +140,9 @@ void ConvDesc::validate() const {
   };
   double total = count("mb", {mb, ic, ih, iw}) + count("oc", {oc, ic / g, kh, kw}) +
                  count("mb", {mb, oc, oh, ow});
-  check_fits_in_memory(4.0 * total, std::string(kWhat) + " (mb, ic, oc, spatial sizes)");
+  // fp32 tensors, and the typed copies an implementation of a reduced type converts them into.
+  check_fits_in_memory((4.0 + (dt.is_f32() ? 0.0 : dt.in_bytes())) * total,
+                       std::string(kWhat) + " (mb, ic, oc, spatial sizes)");
 }
 
 std::string ConvDesc::str() const {
@@ -164,6 +168,7 @@ std::string ConvDesc::str() const {
   if (pw != ph) add("pw", pw);
   if (dh != 0 || dw != dh) add("dh", dh);
   if (dw != dh) add("dw", dw);
+  if (dt != DataType()) s += "dt=" + dt.str();  // a quoted name may follow: dt=bf16n"x"
   s += name_token(name);
   return s;
 }
@@ -171,12 +176,15 @@ std::string ConvDesc::str() const {
 bool ConvDesc::operator==(const ConvDesc& o) const {
   return mb == o.mb && g == o.g && ic == o.ic && oc == o.oc && ih == o.ih && iw == o.iw &&
          oh == o.oh && ow == o.ow && kh == o.kh && kw == o.kw && sh == o.sh && sw == o.sw &&
-         ph == o.ph && pw == o.pw && dh == o.dh && dw == o.dw && name == o.name;
+         ph == o.ph && pw == o.pw && dh == o.dh && dw == o.dw && dt == o.dt && name == o.name;
 }
 
-double ConvDesc::bytes(Dir) const {
+double ConvDesc::bytes(Dir dir) const {
   // Every direction reads two of src/wei/dst and writes the third.
-  return 4.0 * (static_cast<double>(src_size()) + wei_size() + dst_size());
+  const double src = static_cast<double>(src_size()), wei = static_cast<double>(wei_size()),
+               dst = static_cast<double>(dst_size());
+  const double out = dir == Dir::bwd_d ? src : dir == Dir::bwd_w ? wei : dst;
+  return dt.in_bytes() * (src + wei + dst - out) + dt.out_bytes() * out;
 }
 
 }  // namespace pb

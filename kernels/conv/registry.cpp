@@ -1,8 +1,15 @@
-// The convolution registry: one line per implementation. Tests, benchmarks and the CLI iterate it.
+// The convolution registry: one line per implementation (tests, benchmarks and the CLI iterate
+// it), and the data types' shared direction limit.
 #include "kernels/availability.h"
 #include "kernels/conv/conv.h"
 
 namespace pb {
+
+Support dt_direction(const ConvDesc& d, Dir dir) {
+  if (d.dt.integer() && dir != Dir::fwd)
+    return Support::no("dt " + d.dt.str() + " is inference: conv runs it fwd only");
+  return Support::yes();
+}
 
 const Registry<ConvDesc>& conv_registry() {
   static const Registry<ConvDesc> r = {

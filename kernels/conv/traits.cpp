@@ -4,6 +4,7 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
+#include "kernels/core/quant.h"
 #include "kernels/core/typed_problem.h"
 #include "reference/conv.h"
 
@@ -50,8 +51,17 @@ std::vector<NamedTensor> ConvTraits::make_inputs(const ConvDesc& d, Dir dir, uin
   std::vector<NamedTensor> v;
   v.push_back({n.in0, Tensor(dims_of(d, n.in0))});
   v.push_back({n.in1, Tensor(dims_of(d, n.in1))});
-  const int range = exact_int_range(sum_terms(d, dir));
+  // Integers exact in the input type whose sums stay exact in fp32 (quant.h; f32 as before).
+  const int range = typed_int_range(sum_terms(d, dir), d.dt);
   for (size_t i = 0; i < v.size(); ++i) fill_int(v[i].tensor, mix_seed(seed, i), range);
+  if (d.dt.integer()) {  // u8s8 (fwd): the source in [0, 2r] around its zero point r
+    shift_to_u8(v[0].tensor, range);
+    QuantInputs q = make_quant_inputs(d.oc, sum_terms(d, dir), range, d.dt.out);
+    v.push_back({"wei_scale", std::move(q.wei_scale)});
+    v.push_back({"src_scale", std::move(q.src_scale)});
+    v.push_back({"src_zero", std::move(q.src_zero)});
+    v.push_back({"dst_scale", std::move(q.dst_scale)});
+  }
   return v;
 }
 
@@ -61,18 +71,22 @@ std::vector<std::string> ConvTraits::output_names(const ConvDesc&, Dir dir) {
 }
 
 bool ConvTraits::exact_data(const ConvDesc& d, Dir dir) {
-  // Values in [-1, 1] at least: sums of up to 2^23 unit products are exact in fp32.
+  // Values in [-1, 1] at least: sums of up to 2^23 unit products are exact in fp32 (a reduced
+  // type's inputs are integers of the same ranges; u8s8's scales are powers of two).
   return sum_terms(d, dir) < 8388608.0;
 }
 
 std::string ConvTraits::layout(const ConvDesc& d, Dir dir) {
   DirIo n = io(dir);
-  return std::string("NCHW fp32: src/diff_src ") + dims_str(d.src_dims()) + ", dst/diff_dst " +
-         dims_str(d.dst_dims()) + ", wei " + (d.g > 1 ? "goihw " : "oihw ") +
-         dims_str(d.wei_dims()) + "; " + dir_str(dir) + ": {" + n.in0 + ", " + n.in1 + "} -> " +
-         n.out + (dir == Dir::bwd_w ? " and diff_bias (oc)" : "") + "; pads top/left " +
-         std::to_string(d.ph) + "/" + std::to_string(d.pw) + ", bottom/right " +
-         std::to_string(d.pad_b()) + "/" + std::to_string(d.pad_r()) + ", dilation 0 = dense";
+  return std::string("NCHW ") +
+         (d.dt.is_f32() ? "fp32" : "dt=" + d.dt.str() + " (as fp32 values)") + ": src/diff_src " +
+         dims_str(d.src_dims()) + ", dst/diff_dst " + dims_str(d.dst_dims()) + ", wei " +
+         (d.g > 1 ? "goihw " : "oihw ") + dims_str(d.wei_dims()) + "; " + dir_str(dir) + ": {" +
+         n.in0 + ", " + n.in1 + "} -> " + n.out + (dir == Dir::bwd_w ? " and diff_bias (oc)" : "") +
+         "; pads top/left " + std::to_string(d.ph) + "/" + std::to_string(d.pw) +
+         ", bottom/right " + std::to_string(d.pad_b()) + "/" + std::to_string(d.pad_r()) +
+         ", dilation 0 = dense" +
+         (d.dt.integer() ? "; then wei_scale (oc), src_scale, src_zero, dst_scale" : "");
 }
 
 int64_t ConvTraits::output_size(const ConvDesc& d, Dir dir, size_t output) {
@@ -83,8 +97,9 @@ int64_t ConvTraits::output_size(const ConvDesc& d, Dir dir, size_t output) {
 std::vector<Tensor64> ConvTraits::reference(const ConvDesc& d, Dir dir,
                                             const std::vector<const Tensor*>& in) {
   std::vector<Tensor64> out;
+  const QuantParams q = QuantParams::from(in, 2);
   if (dir == Dir::fwd)
-    out.push_back(ref::conv_fwd(d, *in[0], *in[1]));
+    out.push_back(ref::conv_fwd(d, *in[0], *in[1], d.dt.integer() ? &q : nullptr));
   else if (dir == Dir::bwd_d)
     out.push_back(ref::conv_bwd_d(d, *in[0], *in[1]));
   else {
@@ -96,7 +111,10 @@ std::vector<Tensor64> ConvTraits::reference(const ConvDesc& d, Dir dir,
 
 double ConvTraits::reference_at(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in,
                                 size_t output, int64_t index) {
-  if (dir == Dir::fwd) return ref::conv_fwd_at(d, *in[0], *in[1], index);
+  if (dir == Dir::fwd) {
+    const QuantParams q = QuantParams::from(in, 2);
+    return ref::conv_fwd_at(d, *in[0], *in[1], index, d.dt.integer() ? &q : nullptr);
+  }
   if (dir == Dir::bwd_d) return ref::conv_bwd_d_at(d, *in[0], *in[1], index);
   if (output == 1) return ref::conv_bwd_b_at(d, *in[1], index);
   return ref::conv_bwd_w_at(d, *in[0], *in[1], index);
@@ -140,7 +158,8 @@ PrimitiveInfo conv_primitive() {
   PrimitiveInfo info = make_primitive_info<ConvTraits>(
       {Dir::fwd, Dir::bwd_d, Dir::bwd_w},
       "mb<N>[g<G>]ic<C>ih<H>[iw<W>]oc<K>[oh<P>ow<Q>]kh<R>[kw<S>][sh<>sw<>][ph<>pw<>][dh<>dw<>]"
-      "[n\"name\"] (benchdnn; dilation 0 = dense)");
+      "[dt=f32|bf16[:bf16]|f16[:f16]|u8s8[:s8]][n\"name\"] (benchdnn; dilation 0 = dense; "
+      "u8s8: fwd only)");
   info.shrink = conv_shrink;
   return info;
 }

@@ -134,15 +134,6 @@ double convert_output(double v, DataType::Out out) {
   return v;
 }
 
-double peak_scale(const DataType& dt) {
-#if defined(__x86_64__)
-  if (dt.in == DataType::bf16 && __builtin_cpu_supports("avx512bf16")) return 2;
-  if (dt.in == DataType::u8s8 && __builtin_cpu_supports("avx512vnni")) return 4;
-#endif
-  (void)dt;
-  return 1;
-}
-
 int64_t exact_int_limit(DataType::In in) {
   switch (in) {
     case DataType::f32:

@@ -42,10 +42,6 @@ float from_f16(uint16_t h);
 // The value of v in the output type, as a double: bf16/f16 rounding (from fp32, as an
 // implementation does), s8: round to nearest even and saturate to [-128, 127].
 double convert_output(double v, DataType::Out out);
-// The ideal arithmetic rate of the type relative to fp32 FMA on this CPU (what peak_pct divides
-// by): 2 for bf16 with AVX512_BF16 (vdpbf16ps: two products per fp32 lane), 4 for u8s8 with
-// AVX512_VNNI (vpdpbusd: four per int32 lane), else 1 (f16 here has no dot-product instruction).
-double peak_scale(const DataType& dt);
 // The largest magnitude up to which every integer is exact in the input type (f32: 2^24).
 int64_t exact_int_limit(DataType::In in);
 

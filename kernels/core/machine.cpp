@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/core/error.h"
+#include "kernels/core/machine_dot.h"
 #include "kernels/core/tensor.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
@@ -90,12 +91,13 @@ Passes summarise(std::vector<double> v) {
   return p;
 }
 
-Passes fma_peak(int nthreads) {
-  const long iters = 3000000;  // about 10 ms per pass at 500 GFLOP/s
-  // Warm up until the clock settles: two consecutive passes within 2%, at most about 0.3 s.
-  double prev = fma_pass(nthreads, iters).flops, t0 = now();
+// A peak rate: `pass(nthreads, iters)` warmed up until the clock settles (two consecutive passes
+// within 2%, at most about 0.3 s), then the best of kPasses.
+template <class PassFn>
+Passes peak_of(PassFn pass, int nthreads, long iters) {
+  double prev = pass(nthreads, iters).flops, t0 = now();
   while (now() - t0 < 0.3) {
-    double r = fma_pass(nthreads, iters).flops;
+    double r = pass(nthreads, iters).flops;
     bool settled = std::fabs(r - prev) <= 0.02 * std::max(r, prev);
     prev = r;
     if (settled) break;
@@ -103,13 +105,27 @@ Passes fma_peak(int nthreads) {
   std::vector<double> v;
   Pass best;
   for (int rep = 0; rep < kPasses; ++rep) {
-    Pass p = fma_pass(nthreads, iters);
+    Pass p = pass(nthreads, iters);
     v.push_back(p.flops);
     if (p.flops > best.flops) best = p;
   }
   Passes p = summarise(v);
   p.cpu_share_pct = 100 * best.cpu_share;
   return p;
+}
+
+Passes fma_peak(int nthreads) {
+  return peak_of(fma_pass, nthreads, 3000000);  // about 10 ms per pass at 500 GFLOP/s
+}
+
+// The dot-product instruction's rate (machine_dot.h), 0 where the CPU has none.
+double dot_peak(probe::Dot kind, int nthreads) {
+  if (!probe::has_dot(kind)) return 0;
+  auto pass = [kind](int t, long iters) {
+    probe::DotPass d = probe::dot_pass(kind, t, iters);
+    return Pass{d.ops, d.cpu_share};
+  };
+  return peak_of(pass, nthreads, probe::dot_iters(kind)).best;
 }
 
 Passes triad(int nthreads) {
@@ -251,13 +267,16 @@ bool read_cached(const std::string& path, const std::string& key, MachineInfo* m
     double x;
     if (ls >> k >> x) v[k] = x;
   }
-  for (const char* k : {"peak_flops", "triad_bytes", "peak_spread_pct", "triad_spread_pct"})
+  for (const char* k :
+       {"peak_flops", "triad_bytes", "peak_spread_pct", "triad_spread_pct", "bf16_ops", "u8s8_ops"})
     if (!v.count(k) || !std::isfinite(v[k]) || v[k] < 0) return false;
   if (v["peak_flops"] <= 0 || v["triad_bytes"] <= 0) return false;
   m->peak_flops = v["peak_flops"];
   m->triad_bytes = v["triad_bytes"];
   m->peak_spread_pct = v["peak_spread_pct"];
   m->triad_spread_pct = v["triad_spread_pct"];
+  m->bf16_ops = v["bf16_ops"];
+  m->u8s8_ops = v["u8s8_ops"];
   if (v.count("cpu_share_pct")) m->cpu_share_pct = v["cpu_share_pct"];
   return true;
 }
@@ -270,12 +289,12 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
   {
     std::ofstream f(tmp);
     if (!f) return false;
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
                   "peak_flops %.6e\ntriad_bytes %.6e\npeak_spread_pct %.3f\ntriad_spread_pct %.3f\n"
-                  "cpu_share_pct %.1f\n",
+                  "cpu_share_pct %.1f\nbf16_ops %.6e\nu8s8_ops %.6e\n",
                   m.peak_flops, m.triad_bytes, m.peak_spread_pct, m.triad_spread_pct,
-                  m.cpu_share_pct);
+                  m.cpu_share_pct, m.bf16_ops, m.u8s8_ops);
     f << "key " << key << "\n" << buf;
     if (!f) return false;
   }
@@ -345,6 +364,8 @@ const MachineInfo& machine_info() {
   Passes peak = fma_peak(t);
   for (int again = 0; again < 2 && noisy(peak); ++again) peak = fma_peak(t);
   Passes bw = triad(t);
+  m.bf16_ops = dot_peak(probe::Dot::bf16, t);
+  m.u8s8_ops = dot_peak(probe::Dot::u8s8, t);
   m.peak_flops = peak.best;
   m.peak_spread_pct = peak.spread_pct;
   m.triad_bytes = bw.best;
@@ -369,6 +390,14 @@ const MachineInfo& machine_info() {
     m.source = "measured";
   }
   return cache.emplace(t, m).first->second;
+}
+
+double peak_scale(const DataType& dt) {
+  const MachineInfo& m = machine_info();
+  const double dot = dt.in == DataType::bf16   ? m.bf16_ops
+                     : dt.in == DataType::u8s8 ? m.u8s8_ops
+                                               : 0;
+  return dot > 0 && m.peak_flops > 0 ? dot / m.peak_flops : 1;
 }
 
 }  // namespace pb

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "kernels/core/dtype.h"
+
 namespace pb {
 
 struct MachineInfo {
@@ -14,6 +16,10 @@ struct MachineInfo {
   // Spread of the timed passes, (best - median) / best in percent: above a few percent the
   // machine was not quiet (or the clock moved) while the probe ran.
   double peak_spread_pct = 0, triad_spread_pct = 0;
+  // The reduced types' dot-product instructions, measured like peak_flops (operations per
+  // second, 2 per product; 0 where the CPU has no such instruction): vdpbf16ps (bf16 pairs into
+  // fp32) and vpdpbusd (u8 x s8 quadruples into int32).
+  double bf16_ops = 0, u8s8_ops = 0;
   // In the best FMA pass, the least CPU time a thread got over the wall time of its loop, in
   // percent: below 90 other processes (or the hypervisor) took the cores from the probe, and its
   // figures are a share of the machine.
@@ -32,6 +38,10 @@ struct MachineInfo {
 // CPU time to other processes, or whose FMA (triad) passes spread by more than 10% (20%), is not
 // cached.
 const MachineInfo& machine_info();
+// The data type's measured peak rate over the fp32 FMA peak (peak_pct divides by peak_flops
+// times this): the probe's dot-product rate of bf16 or u8s8, 1 for f32, f16 and where the CPU
+// has no dot-product instruction for the type. Measured, not the ISA's ideal (bf16 2x, VNNI 4x).
+double peak_scale(const DataType& dt);
 
 struct CpuFacts {
   std::string model;   // /proc/cpuinfo "model name"; PRIMBENCH_CPU_MODEL overrides it

@@ -4,6 +4,8 @@
 #include "kernels/core/machine.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <vector>
@@ -58,10 +60,29 @@ void evict_caches() {
   for (int64_t i = 0; i < n; ++i) b[i] = v;
 }
 
+void check_workspace_cap(const std::string& impl, size_t workspace_bytes) {
+  static const double cap_mb = [] {
+    const char* e = std::getenv("PRIMBENCH_MAX_WORKSPACE_MB");
+    if (!e || !*e) return -1.0;
+    char* end = nullptr;
+    const double v = std::strtod(e, &end);
+    if (*end || !(v > 0) || !std::isfinite(v))
+      throw InputError("PRIMBENCH_MAX_WORKSPACE_MB",
+                       std::string("'") + e + "' is not a positive number of MB");
+    return v;
+  }();
+  if (cap_mb < 0 || workspace_bytes <= cap_mb * 1e6) return;
+  char msg[200];
+  std::snprintf(msg, sizeof msg, "%s's workspace of %.3g MB is over PRIMBENCH_MAX_WORKSPACE_MB=%g",
+                impl.c_str(), workspace_bytes / 1e6, cap_mb);
+  throw Unsupported(msg);
+}
+
 Measured measure(Problem& p, Runner& r, const MeasureOptions& o, std::vector<Tensor>* outputs) {
   Measured m;
   double t0 = now_seconds();
   r.plan();
+  check_workspace_cap(r.name(), r.workspace_bytes());
   r.weights();
   r.forward_state();
   r.sync();

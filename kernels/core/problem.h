@@ -70,7 +70,7 @@ class Problem {
   virtual Dir dir() const = 0;
   virtual double flops() const = 0;  // useful FLOPs (direct-algorithm count)
   virtual double bytes() const = 0;  // bytes that must move: inputs read + outputs written
-  // The data type's ideal rate over fp32 FMA here (dtype.h's peak_scale; 1 for f32): peak
+  // The data type's measured rate over fp32 FMA here (machine.h's peak_scale; 1 for f32): peak
   // percentages are of the fp32 peak times this.
   virtual double peak_scale() const { return 1; }
   virtual std::string layout() const = 0;  // how to read the tensors (for --save)
@@ -143,5 +143,12 @@ inline Measured measure(Problem& p, Runner& r, int reps, bool check,
 }
 
 double now_seconds();  // steady clock
+
+// The workspace cap (PRIMBENCH_MAX_WORKSPACE_MB, a positive number of MB; unset: none): throws
+// Unsupported naming the cap when an implementation's planned workspace is over it, so that it
+// is skipped with that reason, as a library refuses an algorithm whose workspace is over a
+// framework's limit. Checked after plan() (the interface has no workspace query before it);
+// measure() and the network executor's search apply it. Bad values: InputError naming it.
+void check_workspace_cap(const std::string& impl, size_t workspace_bytes);
 
 }  // namespace pb

@@ -74,4 +74,25 @@ void check_fits_in_memory(double bytes, const std::string& field) {
   }
 }
 
+double available_memory_bytes() {
+  const char* path = std::getenv("PRIMBENCH_MEMINFO");
+  std::FILE* f = std::fopen(path && *path ? path : "/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  double kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+void check_available_memory(double bytes, const std::string& what) {
+  const double avail = available_memory_bytes();
+  if (avail < 0 || bytes <= avail) return;
+  char msg[160];
+  std::snprintf(msg, sizeof msg, " needs %.0f MB, but this machine has %.0f MB available",
+                bytes / 1e6, avail / 1e6);
+  throw RuntimeError(what + msg + " (MemAvailable)");
+}
+
 }  // namespace pb

@@ -48,5 +48,12 @@ using Tensor64 = HostTensor<double>;
 // Bytes a set of tensors would need; throws InputError naming `field` if it exceeds the
 // memory this process may reasonably take (80% of physical memory).
 void check_fits_in_memory(double bytes, const std::string& field);
+// What this machine has free now: MemAvailable of /proc/meminfo (or of $PRIMBENCH_MEMINFO, a file
+// in its format, for tests), in bytes; negative when it cannot be read.
+double available_memory_bytes();
+// Before allocating `bytes` for `what`: throws RuntimeError naming what and both sizes when they
+// are more than the machine has available (a clear error instead of an allocation that fails
+// half-way or sends the machine into swap and its OOM killer). Nothing when it cannot be read.
+void check_available_memory(double bytes, const std::string& what);
 
 }  // namespace pb

@@ -66,4 +66,30 @@ SerialBlasScope::~SerialBlasScope() {
   if (saved_ > 0) openblas_set_num_threads(saved_);
 }
 
+void RegionErrors::capture() noexcept {
+  if (!taken_.test_and_set()) first_ = std::current_exception();
+  failed_.store(true, std::memory_order_release);
+}
+
+void RegionErrors::rethrow() {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  // Allocations report as the CLI's other out-of-memory errors do (one line, exit 4).
+  try {
+    std::rethrow_exception(first_);
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError("out of memory in a parallel region (per-thread scratch)");
+  }
+}
+
+bool inject_scratch_bad_alloc() {
+  static const bool on = [] {
+    const char* e = std::getenv("PRIMBENCH_INJECT_BAD_ALLOC");
+    if (!e || !*e) return false;
+    if (std::string(e) != "scratch")
+      throw InputError("PRIMBENCH_INJECT_BAD_ALLOC", std::string("'") + e + "' is not scratch");
+    return true;
+  }();
+  return on;
+}
+
 }  // namespace pb

@@ -49,6 +49,40 @@ const std::vector<Row> kTable = {
      "802816, range 3); past 2^23 terms (bwd_w at batch >= ~170 on 224x224) the data are not "
      "exact and this general bound applies: our bwd_w sums <= 1024 pixels per chunk in "
      "registers, then chunk totals, which keeps the growth well below sqrt(K)*eps"},
+    // Reduced types (desc.h's dt): as for GEMM, the inputs are values of the type and the
+    // reference applies the implementation's output conversion to the exact sum.
+    {"conv:bf16", "*", 0, 4e-3,
+     "bf16 products are exact in fp32 (8-bit significands): direct, im2col on the bf16 GEMM and "
+     "oneDNN's bf16 kernels only add exact products in fp32, so integer inputs with |partial "
+     "sums| < 2^24 are exact in any order in every direction, and a bf16 output rounds the same "
+     "exact value; arbitrary data: fp32 accumulation ~sqrt(K)*eps (K as in the conv row), and a "
+     "bf16 output one ulp (2^-8 relative) on the elements within that error of a rounding "
+     "boundary: 4e-3 normwise"},
+    // Winograd in bf16: the inputs widened to fp32, then the fp32 engine. A bf16 output rounds
+    // its result: integer data put many exact sums on ties between two bf16 neighbours (odd
+    // integers from 257 to 511, ...), and the engine's error decides them, so up to every
+    // element may land one bf16 ulp away, at most 2^-7 relative (just above a power of two):
+    // 8e-3 bounds that worst case.
+    {"conv:bf16", "cpu/winograd_f2", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(2x2,3x3) engine, whose error is the fp32 one "
+     "(row conv cpu/winograd_f2: integer data exact while sums stay below 2^22, measured 0 here; "
+     "reals ~sqrt(icg)*eps). A bf16 output rounds that result; an element within the engine's "
+     "error of a rounding boundary lands one bf16 ulp away (<= 2^-7 relative): 8e-3 normwise "
+     "in the worst case"},
+    {"conv:bf16", "cpu/winograd_f4", 8e-3, 8e-3,
+     "bf16 inputs widened to fp32, then the fp32 F(4x4,3x3) engine: its error grows as the fp32 "
+     "one, like sqrt(icg) (measured 6e-7 at icg 3-16, 1.3e-6 at icg 64; 3.3e-6 at 512 in fp32, "
+     "row conv cpu/winograd_f4), far below bf16's own input rounding (2^-9). With a bf16 output "
+     "that error decides the integer sums on ties between two bf16 neighbours: measured 1.8e-3 "
+     "normwise at icg 64, each element at most one bf16 ulp (<= 2^-7 relative): 8e-3 bounds "
+     "the worst case"},
+    {"conv:f16", "*", 0, 1e-3,
+     "f16 products are exact in fp32 (11-bit significands); integer inputs as bf16; arbitrary "
+     "data: fp32 accumulation, and an f16 output one ulp (2^-11) on elements near a boundary"},
+    {"conv:u8s8", "*", 0, 0,
+     "int32 accumulation is exact, the source's zero point is subtracted exactly (in int32, or "
+     "as an integer compensation), the scales are powers of two (quant.h), so the scaled sum is "
+     "exact in fp32 and the s8 rounding (to nearest even, saturated) is the reference's"},
     {"conv", "cpu/winograd_f2", 1e-6, 2e-5,
      "F(2x2,3x3): transforms use 0, +-1, +-1/2, so integer data give quarter-integer products; "
      "exact while sums stay below 2^22, which the conformance fill (|sum| < 2^23 for direct) "
@@ -125,6 +159,29 @@ const std::vector<Row> kTable = {
      "~sqrt(K)*eps with H; bwd's dx (a K = G*H sum through W, as dh0 through R) measured "
      "<= 6.4e-7 normwise, like dh0, on every conformance shape (H <= 384); inputs are "
      "real-valued (no exact case)"},
+    // Reduced types (RnnDesc's dt): every new hidden state is held in the type (rounded to bf16,
+    // or quantised to the u8 grid), in the reference as in the implementations, so the bulk of
+    // y matches to fp32 rounding (measured 5e-8 on the LSTMs' cT and y); but where the fp32 h_t
+    // lands within its rounding error of a boundary of the type, the two sides round it apart
+    // by one step of the type, and later steps carry the difference on.
+    {"rnn:bf16", "*", 4e-3, 4e-3,
+     "every element within one bf16 step of the reference (2^-8 relative) keeps the normwise "
+     "error under 2^-8 = 3.9e-3: states whose fp32 value lies within ~1e-7 of a rounding "
+     "boundary round one step apart, and the later steps carry and multiply the difference "
+     "(GRU's u*h_{t-1} path keeps it), so long sequences settle near 1e-3: measured 1.1e-4 "
+     "(lstm h512 t25), 3.3e-4..4.6e-4 (lstm t100..t800), 2.9e-6..8.0e-4 (cpu/blas gru t25..t800), "
+     "5.7e-4..8.8e-4 (oneDNN gru t25..t800), 9.4e-4 and 9.8e-4 (both, gru h1536 n2 t187). A wrong "
+     "gate, weight or bias gives ~1e-1 and more; a GRU that reads back its unrounded fp32 state "
+     "(1.0e-3..1.2e-3) is rounding-sized and passes here: RnnSmoke checks that y holds bf16 "
+     "values"},
+    {"rnn:u8s8", "*", 1e-2, 1e-2,
+     "the int32 sums are exact and the power-of-two scales dequantise them exactly, then fp32 "
+     "bias, gates and cell: where h_t * data_scale + data_shift lies within its fp32 error of a "
+     "half-integer, the quantised state differs by one u8 step (1/data_scale = 1/64 here), and "
+     "the later steps carry it on: measured normwise up to 1.3e-3 (lstm h33 n4 t200: cpu/blas "
+     "and oneDNN alike, both one step off the fp64 reference on the same few states), 1.2e-3 "
+     "(lstm and gru h512 n2 t800), 2.3e-4 (gru h256 n32 t8); a wrong scale, zero point, gate or "
+     "weight gives ~1e-1 and more"},
 };
 
 bool matches(const char* pattern, const std::string& impl) {

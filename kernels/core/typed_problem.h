@@ -22,6 +22,7 @@
 #include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
+#include "kernels/core/machine.h"
 #include "kernels/core/problem.h"
 
 namespace pb {
@@ -104,6 +105,8 @@ class TypedProblem : public Problem {
 
   const std::vector<NamedTensor>& inputs() override {
     if (!made_) {
+      // The tensors moved (inputs and outputs, bytes()) against what the machine has free now.
+      check_available_memory(d_.bytes(dir_), prim() + " " + d_.str() + " " + dir_str(dir_));
       inputs_ = Traits::make_inputs(d_, dir_, seed_);
       made_ = true;
     }

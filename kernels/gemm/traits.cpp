@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/core/fill.h"
+#include "kernels/core/quant.h"
 #include "kernels/core/typed_problem.h"
 #include "reference/gemm.h"
 
@@ -26,34 +27,17 @@ std::vector<NamedTensor> GemmTraits::make_inputs(const GemmDesc& d, Dir, uint64_
   // Integers exact in the input type whose sums stay exact in fp32 (f32, bf16, f16: at most 4;
   // u8s8: up to 127, the weights in [-r, r], the source in [0, 2r] around its zero point r).
   const DataType dt = d.dt;
-  const int cap = dt.integer() ? 127 : 4;
-  int range = exact_int_range(static_cast<double>(d.k) + 16.0, cap);
-  // An f16 output holds magnitudes up to 65504: keep k * r^2 below 2^15.
-  while (dt.out == DataType::out_f16 && range > 1 && d.k * double(range) * range >= 32768) --range;
+  const int range = typed_int_range(static_cast<double>(d.k) + 16.0, dt);
   for (size_t i = 0; i < v.size(); ++i) fill_int(v[i].tensor, mix_seed(seed, i), range);
   if (dt.integer()) {
-    Tensor& b = v[1].tensor;
-    for (int64_t i = 0; i < b.size(); ++i) b[i] += static_cast<float>(range);  // u8 in [0, 2r]
-    // Scales are powers of two, so scaled integer sums stay exact in fp32 (integer types compare
-    // exactly); the per-row weight scales differ so that a kernel applying the wrong row's
-    // scale fails.
-    Tensor a_scale({d.m}), b_scale({1}), b_zero({1}), c_scale({1});
-    for (int64_t i = 0; i < d.m; ++i) a_scale[i] = std::ldexp(1.0f, -static_cast<int>(i % 3));
-    b_scale[0] = 0.5f;
-    b_zero[0] = static_cast<float>(range);
-    // s8 output: C in units of c_scale, about sqrt(k) * r^2 / 8 per unit, so that typical sums
-    // land inside [-128, 127] and the tails saturate.
-    c_scale[0] = 1.0f;
-    if (dt.out == DataType::out_s8) {
-      const double typical = std::sqrt(static_cast<double>(d.k)) * range * range / 8.0;
-      c_scale[0] =
-          std::ldexp(1.0f, std::max(0, static_cast<int>(std::ceil(std::log2(typical))) - 5));
-      // C (read when beta != 0) holds s8 values already: integers in [-r, r], r <= 127.
-    }
-    v.push_back({"a_scale", std::move(a_scale)});
-    v.push_back({"b_scale", std::move(b_scale)});
-    v.push_back({"b_zero", std::move(b_zero)});
-    v.push_back({"c_scale", std::move(c_scale)});
+    shift_to_u8(v[1].tensor, range);
+    // Per row of C (output channel) weight scales, the source's scale and zero point, C's
+    // scale (quant.h). C (read when beta != 0) holds s8 values already: integers in [-r, r].
+    QuantInputs q = make_quant_inputs(d.m, static_cast<double>(d.k), range, dt.out);
+    v.push_back({"a_scale", std::move(q.wei_scale)});
+    v.push_back({"b_scale", std::move(q.src_scale)});
+    v.push_back({"b_zero", std::move(q.src_zero)});
+    v.push_back({"c_scale", std::move(q.dst_scale)});
   }
   return v;
 }

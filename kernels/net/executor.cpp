@@ -242,11 +242,19 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
       info.note = (info.note.empty() ? "" : info.note + "; ") + "best (cached)";
     } else {
       double best = std::numeric_limits<double>::infinity();
+      std::string over_cap;  // candidates whose workspace is over PRIMBENCH_MAX_WORKSPACE_MB
       for (size_t i = 0; i < cands.size(); ++i) {
         PrimCall<Traits, Desc> trial;
         trial.d = d, trial.dir = dir, trial.in = in, trial.impl = std::move(cands[i]);
         trial.weights_version = call->weights_version;
         trial.plan();
+        try {
+          check_workspace_cap(trial.impl->name(), trial.impl->workspace_bytes());
+        } catch (const Unsupported& e) {
+          over_cap += (over_cap.empty() ? "" : "; ") + std::string(e.what());
+          cands[i] = std::move(trial.impl);
+          continue;
+        }
         trial.mode = trial.impl->reads_inputs_in_place() ? PrimCall<Traits, Desc>::kView
                                                          : PrimCall<Traits, Desc>::kPrepare;
         // Copy-out cost is left out of the comparison (it is small beside the call). A warm-up,
@@ -259,6 +267,9 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
         cands[i] = std::move(trial.impl);
         if (t < best) best = t, pick = i;
       }
+      if (best == std::numeric_limits<double>::infinity())
+        throw Unsupported(layer + " " + phase + ": " + over_cap);
+      if (!over_cap.empty()) info.note = (info.note.empty() ? "" : info.note + "; ") + over_cap;
       prepared = true;
       cache.put(key, cands[pick]->name(), best);
       info.note =
@@ -277,7 +288,14 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
   }
   call->impl = std::move(cands[pick]);
   info.impl = call->impl->name();
-  if (!prepared) call->plan();
+  if (!prepared) {
+    call->plan();
+    try {
+      check_workspace_cap(info.impl, call->impl->workspace_bytes());
+    } catch (const Unsupported& e) {
+      throw Unsupported(layer + " " + phase + ": " + e.what());
+    }
+  }
   const size_t n = Traits::output_names(d, dir).size();
   const bool refreshable = call->impl->reads_inputs_in_place();
   bool views = refreshable;
@@ -359,7 +377,7 @@ void Executor::Impl::calibrate() {
   host_stale = dev != nullptr;
 }
 
-Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
+void check_net_options(const NetOptions& opt) {
   const std::vector<std::string> backends = {"cpu", "onednn", "ocl", "ref"};
   if (std::find(backends.begin(), backends.end(), opt.backend) == backends.end())
     throw InputError("backend", "'" + opt.backend + "' is not one of cpu, onednn, ocl, ref");
@@ -374,6 +392,10 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
       throw InputError("policy", "'" + opt.policy + "' is not best, first or an algorithm of " +
                                      opt.backend + " (primbench list)");
   }
+}
+
+Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_unique<Impl>()) {
+  check_net_options(opt);
   p_->baseline_rss = rss_baseline_bytes();
 #ifdef PRIMBENCH_HAVE_OPENCL
   p_->baseline_device = ocl::device_bytes_live();

@@ -54,6 +54,10 @@ class StepObserver {
   virtual void before_update() {}
 };
 
+// Throws InputError ("backend" or "policy") when opt names a backend or policy that does not
+// exist (the Executor checks this first; bench_networks checks its flags with it up front).
+void check_net_options(const NetOptions& opt);
+
 class Executor {
  public:
   Executor(const Network& net, const NetOptions& opt);

@@ -17,6 +17,7 @@ RnnDesc RnnDesc::parse(const std::string& text) {
   FieldReader r("rnn descriptor", text);
   for (const char* f : {"h", "n", "t", "i"}) r.allow_int(f);
   for (const char* f : {"lstm", "gru", "rnn"}) r.allow_flag(f);
+  r.allow_string("dt");
   r.read();
   RnnDesc d;
   int cells = r.flag("lstm") + r.flag("gru") + r.flag("rnn");
@@ -30,6 +31,7 @@ RnnDesc RnnDesc::parse(const std::string& text) {
   d.n = r.get("n", 0);
   d.t = r.get("t", 1);  // a cell-only descriptor: one step
   d.i = r.get("i", 0);
+  d.dt = DataType::parse(r.string("dt", "f32"), "rnn descriptor field dt");
   d.name = r.name();
   d.validate();
   if (d.i == 0) d.i = d.h;
@@ -46,24 +48,33 @@ void RnnDesc::validate() const {
     if (v > kMax) fail(f, "too large: " + std::to_string(v));
   }
   if (i < 0 || i > kMax) fail("i", "must be >= 1, got " + std::to_string(i));
+  if (dt.out != DataType::out_f32)
+    fail("dt", "'" + dt.str() +
+                   "': an RNN's output is its hidden state, held in the input type (bf16, f16 "
+                   "values or the u8 grid), so no output type is given: write dt=" +
+                   dt.in_str());
   const double ii = i ? i : h, g = static_cast<double>(gates());
   // Sequence tensors (x, dx, y, saved gates) dominate; weights G*H*(I+H).
   const double tn = static_cast<double>(t) * n;
   const double elems = tn * (2 * ii + h + g * h + h) + g * h * (ii + h) * 2 + 4.0 * n * h;
   if (tn * std::max(ii, g * h) > 1e15) fail("t", "sequence size overflows");
-  check_fits_in_memory(4.0 * elems, "rnn descriptor (h, n, t, i)");
+  // fp32 tensors, and the typed copies an implementation of a reduced type converts them into.
+  check_fits_in_memory((4.0 + (dt.is_f32() ? 0.0 : dt.in_bytes())) * elems,
+                       "rnn descriptor (h, n, t, i)");
 }
 
 std::string RnnDesc::str() const {
   std::string s =
       cell_str(cell) + "_h" + std::to_string(h) + "n" + std::to_string(n) + "t" + std::to_string(t);
   if (i != h) s += "i" + std::to_string(i);
+  if (dt != DataType()) s += "dt=" + dt.str() + (name.empty() ? "" : "_");  // the word ends at _
   if (!name.empty()) s += name_token(name);
   return s;
 }
 
 bool RnnDesc::operator==(const RnnDesc& o) const {
-  return cell == o.cell && h == o.h && n == o.n && t == o.t && i == o.i && name == o.name;
+  return cell == o.cell && h == o.h && n == o.n && t == o.t && i == o.i && dt == o.dt &&
+         name == o.name;
 }
 
 double RnnDesc::gemm_flops(Dir dir) const {
@@ -99,8 +110,11 @@ double RnnDesc::bytes(Dir dir) const {
   const double tn = static_cast<double>(t) * n, gh = static_cast<double>(gates()) * h;
   const double state = (has_c() ? 2.0 : 1.0) * n * h;
   const double weights = gh * (i + h) + static_cast<double>(bias_gates()) * h;
-  double e = tn * i + state + weights;                                     // x, h0 (c0), W, R, b
-  if (dir == Dir::fwd) return 4.0 * (e + tn * h + (has_c() ? n * h : 0));  // y (cT)
+  if (dir == Dir::fwd) {  // x, h0, W, R and y in the input type; b, c0 and cT in fp32
+    const double typed = tn * i + n * h + gh * (i + h) + tn * h;
+    return dt.in_bytes() * typed + 4.0 * (bias_gates() * h + (has_c() ? 2.0 * n * h : 0));
+  }
+  double e = tn * i + state + weights;                   // x, h0 (c0), W, R, b
   return 4.0 * (e + tn * h + weights + state + tn * i);  // dy in; dW, dR, db, dh0 (dc0), dx out
 }
 

@@ -17,6 +17,8 @@ Dims rnn_dims(const RnnDesc& d, const std::string& s) {
   if (s == "W" || s == "dW") return {d.gates(), d.h, d.i};
   if (s == "R" || s == "dR") return {d.gates(), d.h, d.h};
   if (s == "b" || s == "db") return {d.bias_gates(), d.h};
+  if (s == "w_scale") return {d.gates(), d.h};
+  if (s == "data_scale" || s == "data_shift") return {1};
   return {d.n, d.h};  // h0, c0, cT, dh0, dc0
 }
 
@@ -26,11 +28,57 @@ std::vector<std::string> input_names(const RnnDesc& d, Dir dir) {
   if (d.has_c()) v.push_back("c0");
   for (const char* s : {"W", "R", "b"}) v.push_back(s);
   if (dir == Dir::bwd) v.push_back("dy");
+  if (d.dt.integer())
+    for (const char* s : {"w_scale", "data_scale", "data_shift"}) v.push_back(s);
+  return v;
+}
+
+// A value rounded to bf16 or f16 (to nearest even).
+float round_to(DataType::In in, float v) {
+  return static_cast<float>(
+      convert_output(v, in == DataType::bf16 ? DataType::out_bf16 : DataType::out_f16));
+}
+
+// u8s8: the data (x and every h) as u8 = x * kDataScale + kDataShift; powers of two, so the grid
+// (u - 128) / 64 is exact in fp32 and holds [-2, 2), around tanh's range.
+constexpr float kDataScale = 64, kDataShift = 128;
+
+// u8s8 inputs: x and h0 on the u8 grid (|x| <= 1, |h0| <= 0.5); W and R as s8 integers over a
+// power-of-two scale per gate row, shared by W and R (oneDNN's weights_qparams), so that
+// |W|, |R| <= 1/sqrt(I + H); the scales differ from row to row (x1, x2, x4), so a kernel applying
+// another row's scale fails; b and c0 fp32 reals.
+std::vector<NamedTensor> quantised_inputs(const RnnDesc& d, Dir dir, uint64_t seed) {
+  std::vector<NamedTensor> v;
+  uint64_t stream = 0;
+  const int e0 = static_cast<int>(std::ceil(std::log2(127.0 * std::sqrt(double(d.i + d.h)))));
+  Tensor w_scale(rnn_dims(d, "w_scale"));
+  for (int64_t r = 0; r < w_scale.size(); ++r)
+    w_scale[r] = std::ldexp(1.0f, e0 + static_cast<int>(r % 3));
+  for (const std::string& s : input_names(d, dir)) {
+    Tensor t(rnn_dims(d, s));
+    const uint64_t sd = mix_seed(seed, stream++);
+    if (s == "x" || s == "h0") {
+      fill_int(t, sd, s == "x" ? 64 : 32);
+      for (int64_t k = 0; k < t.size(); ++k) t[k] /= kDataScale;
+    } else if (s == "W" || s == "R") {
+      fill_int(t, sd, 127);
+      const int64_t row = s == "W" ? d.i : d.h;
+      for (int64_t k = 0; k < t.size(); ++k) t[k] /= w_scale[k / row];
+    } else if (s == "w_scale") {
+      t = w_scale.clone();
+    } else if (s == "data_scale" || s == "data_shift") {
+      t[0] = s == "data_scale" ? kDataScale : kDataShift;
+    } else {
+      fill_uniform(t, sd, -0.5f, 0.5f);
+    }
+    v.push_back({s, std::move(t)});
+  }
   return v;
 }
 }  // namespace
 
 std::vector<NamedTensor> RnnTraits::make_inputs(const RnnDesc& d, Dir dir, uint64_t seed) {
+  if (d.dt.integer()) return quantised_inputs(d, dir, seed);
   std::vector<NamedTensor> v;
   uint64_t stream = 0;
   for (const std::string& s : input_names(d, dir)) {
@@ -40,6 +88,9 @@ std::vector<NamedTensor> RnnTraits::make_inputs(const RnnDesc& d, Dir dir, uint6
                 : s == "x" || s == "dy" ? 1.0f
                                         : 0.5f;
     fill_uniform(t, mix_seed(seed, stream++), -lim, lim);
+    // bf16/f16: the values of the type (x, h0, W, R; b and c0 stay fp32).
+    if (!d.dt.is_f32() && (s == "x" || s == "h0" || s == "W" || s == "R"))
+      for (int64_t k = 0; k < t.size(); ++k) t[k] = round_to(d.dt.in, t[k]);
     v.push_back({s, std::move(t)});
   }
   return v;
@@ -63,6 +114,11 @@ std::string RnnTraits::layout(const RnnDesc& d, Dir dir) {
   for (const auto& n : input_names(d, dir)) s += " " + n + " " + dims_str(rnn_dims(d, n));
   s += "; outputs:";
   for (const auto& n : output_names(d, dir)) s += " " + n + " " + dims_str(rnn_dims(d, n));
+  if (d.dt.integer())
+    s += "; u8s8: x, h0 and y on the grid (u - data_shift) / data_scale (u in 0..255), W and R "
+         "s8 integers / w_scale (one per gate row, shared)";
+  else if (!d.dt.is_f32())
+    s += "; " + d.dt.in_str() + ": x, h0, W, R and y hold " + d.dt.in_str() + " values";
   return s + (dir == Dir::bwd ? "; loss = sum(dy * y)" : "");
 }
 
@@ -143,7 +199,8 @@ std::string rnn_shrink(const std::string& text, double max_flops, std::string* t
 
 PrimitiveInfo rnn_primitive() {
   PrimitiveInfo info = make_primitive_info<RnnTraits>(
-      {Dir::fwd, Dir::bwd}, "<lstm|gru|rnn>_h<H>n<N>[t<T>][i<I>][n\"name\"] (T = 1: one cell)");
+      {Dir::fwd, Dir::bwd},
+      "<lstm|gru|rnn>_h<H>n<N>[t<T>][i<I>][dt=f32|bf16|f16|u8s8][n\"name\"] (T = 1: one cell)");
   info.shrink = rnn_shrink;
   return info;
 }

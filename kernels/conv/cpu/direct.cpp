@@ -4,7 +4,8 @@
 // (timed) to [n][ih][ic][padded row], each row split into stride phases: the inner loop then
 // reads unit-stride rows with no edge tests, and a tile's channels lie close together in
 // memory (as in a blocked layout). Rows outside the image are skipped. bwd_d and bwd_w are
-// dispatched to direct_bwd_data.cpp and direct_bwd_weights.cpp.
+// dispatched to direct_bwd_data.cpp and direct_bwd_weights.cpp, the reduced types' forward to
+// direct_lowp.cpp.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -17,19 +18,10 @@ namespace pb {
 
 namespace {
 
+using direct::Plan;
 using direct::store_tile;
 using direct::tap;
 using direct::vf;
-
-// Shape facts the kernel needs, fixed in plan().
-struct Plan {
-  int64_t icg = 0, kh = 0, kw = 0, ih = 0, sh = 1, ph = 0, dh1 = 1;
-  int64_t row_len = 0;        // floats per padded input row
-  int64_t cstride = 0;        // floats between channels of a row (= row_len)
-  int64_t row_stride = 0;     // floats between input rows (= ic * row_len)
-  int64_t phase_len = 0;      // floats per stride phase within a row
-  std::vector<int64_t> koff;  // per kx: offset of output column 0 within a row
-};
 
 // J output columns (from ox0) x 16V output channels of output row oy, summed over the group's
 // icg input channels and the kernel window. `in` is the group's first input channel plane, `w`
@@ -57,7 +49,7 @@ void tile(const Plan& p, const float* in, const float* w, int64_t oy, int64_t ox
   store_tile(out, wstep, acc);
 }
 
-constexpr int kMaxJ = 14;  // 14 x 2 accumulators + 2 weight vectors fit in 32 registers
+using direct::kMaxJ;
 using TileFn = void (*)(const Plan&, const float*, const float*, int64_t, int64_t, float*);
 
 template <int V, size_t... I>
@@ -72,7 +64,7 @@ class DirectConv : public HostConv {
   std::string name() const override { return "cpu/direct"; }
   size_t workspace_bytes() const override {
     return (wp_.size() + in_.size()) * sizeof(float) + bwd_d_.workspace_bytes() +
-           bwd_w_.workspace_bytes();
+           bwd_w_.workspace_bytes() + lowp_.workspace_bytes() + wei_typed_.size();
   }
 
  protected:
@@ -82,68 +74,54 @@ class DirectConv : public HostConv {
   }
   Support supports_bwd_d(const ConvDesc& d) const override { return supports_fwd(d); }
   Support supports_bwd_w(const ConvDesc& d) const override { return supports_fwd(d); }
+  std::string dt_unsupported(const ConvDesc& d, Dir dir) const override {
+    const std::string why = direct::LowpFwd::unsupported(d);
+    if (!why.empty()) return why;
+    if (dir != Dir::fwd) return "cpu/direct runs dt=" + d.dt.str() + " fwd only";
+    return "";
+  }
 
   void prepare_more() override {
     const ConvDesc& d = d_;
+    if (typed()) return lowp_.prepare(d, q_);
     if (dir_ == Dir::bwd_d) return;  // weights() prepares bwd_d_ from the weights
     if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d);
     // 32 channels per tile unless 16 divides the group's channels and 32 does not.
     v_ = direct::pick_v(d.ocg());
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
     j_ = direct::pick_j(d.ow, kMaxJ);
-    Plan& p = plan_;
-    p.icg = d.icg(), p.kh = d.kh, p.kw = d.kw, p.ih = d.ih, p.sh = d.sh, p.ph = d.ph;
-    p.dh1 = d.dh + 1;
-    const int64_t ext_w = (d.kw - 1) * (d.dw + 1) + 1;
-    const int64_t span = (d.ow - 1) * d.sw + ext_w;  // padded columns read
-    // Padded column x' = sw*q + r lives at r*phase_len + q: unit stride along output columns.
-    p.phase_len = (std::max(span, d.pw + d.iw) + d.sw - 1) / d.sw;
-    p.row_len = p.phase_len * d.sw;
-    p.koff.assign(d.kw, 0);
-    for (int64_t kx = 0; kx < d.kw; ++kx) {
-      const int64_t x = kx * (d.dw + 1);
-      p.koff[kx] = (x % d.sw) * p.phase_len + x / d.sw;
-    }
-    p.cstride = p.row_len;
-    p.row_stride = d.ic * p.row_len;
-    in_.assign(static_cast<size_t>(d.mb * d.ih * p.row_stride), 0.0f);  // padding stays 0
+    plan_ = direct::make_plan(d, 1);
+    in_.assign(static_cast<size_t>(d.mb * d.ih * plan_.row_stride), 0.0f);  // padding stays 0
   }
 
   // The weights repacked (the plan and the padded input depend on the shape only).
   void weights() override {
+    if (typed()) {
+      typed_weights(&wei_typed_);
+      return lowp_.repack(wei_typed_.data());
+    }
     if (dir_ == Dir::fwd) repack_weights();
     if (dir_ == Dir::bwd_d) bwd_d_.prepare(d_, *wei_);
   }
 
   void run_dir() override {
+    if (typed()) return lowp_.run(out_data());
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     const ConvDesc& d = d_;
     const float* in = in_.data();  // reorder_in() made the padded, phase-split copy
     const TileFn fn = (v_ == 2 ? kTiles2 : kTiles1)[j_ - 1];
     const int64_t wblock = d.icg() * d.kh * d.kw * 16 * v_;
-    const int64_t chunks = (d.ow + j_ - 1) / j_;
-    const int64_t ntasks = d.mb * d.g * nb_ * d.oh;
-#pragma omp parallel
-    {
-      alignas(64) float buf[kMaxJ * 32];
-      // Dynamic: on a shared machine a preempted thread must not hold the other one up.
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t t = 0; t < ntasks; ++t) {
-        const int64_t oy = t % d.oh, b = (t / d.oh) % nb_, gi = (t / d.oh / nb_) % d.g,
-                      n = t / d.oh / nb_ / d.g;
-        const float* plane = in + n * d.ih * plan_.row_stride + gi * d.icg() * plan_.cstride;
-        const float* w = wp_.data() + (gi * nb_ + b) * wblock;
-        const int64_t oc0 = b * 16 * v_, noc = std::min<int64_t>(16 * v_, d.ocg() - oc0);
-        float* out = dst_.data() + ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow;
-        for (int64_t ch = 0; ch < chunks; ++ch) {
-          const int64_t ox0 = std::min(ch * j_, d.ow - j_);
-          fn(plan_, plane, w, oy, ox0, buf);
-          for (int64_t o = 0; o < noc; ++o)
-            for (int j = 0; j < j_; ++j) out[o * d.oh * d.ow + ox0 + j] = buf[j * 16 * v_ + o];
-        }
-      }
-    }
+    direct::for_tiles(
+        d, nb_, j_, [&](int64_t n, int64_t gi, int64_t b, int64_t oy, int64_t ox0, float* buf) {
+          const float* plane = in + n * d.ih * plan_.row_stride + gi * d.icg() * plan_.cstride;
+          fn(plan_, plane, wp_.data() + (gi * nb_ + b) * wblock, oy, ox0, buf);
+          const int64_t oc0 = b * 16 * v_;
+          direct::scatter_tile(
+              buf, 16 * v_, std::min<int64_t>(16 * v_, d.ocg() - oc0), j_,
+              dst_.data() + ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0,
+              d.oh * d.ow);
+        });
   }
 
  private:
@@ -164,6 +142,7 @@ class DirectConv : public HostConv {
   // The forward's own input layout: a padded, phase-split copy of every row to [n][ih][ic][row]
   // (padding stays zero), timed by the layer contract, not by the kernel contract.
   void reorder_in() override {
+    if (typed()) return lowp_.copy_input(src_typed());
     if (dir_ == Dir::fwd) copy_input();
   }
   void copy_input() {
@@ -193,6 +172,8 @@ class DirectConv : public HostConv {
   std::vector<float> wp_, in_;
   direct::BwdData bwd_d_;
   direct::BwdWeights bwd_w_;
+  direct::LowpFwd lowp_;
+  std::vector<uint8_t> wei_typed_;
 };
 
 }  // namespace

@@ -14,8 +14,6 @@ namespace pb::direct {
 
 namespace {
 
-constexpr int kMaxJ = 14;  // 14 x 2 accumulators + 2 weight vectors fit in 32 registers
-
 // Rows of diff_dst that feed one diff_src row, and the taps of one column phase.
 struct Rows {
   int n = 0;

@@ -1,17 +1,53 @@
-// Helpers shared by cpu/direct's forward and backward kernels: the 16-float SIMD vector, the
-// register-tile tap and store, the tile-width choice, and the backward passes' entry points
-// (direct_bwd_data/weights.cpp).
+// Helpers shared by cpu/direct's forward and backward kernels: the forward's input plan, the
+// 16-float SIMD vector, the register-tile tap and store, the tile-width choice, and the entry
+// points of the backward passes (direct_bwd_data/weights.cpp) and of the reduced-precision
+// forward (direct_lowp.cpp).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/conv/desc.h"
+#include "kernels/core/quant.h"
 #include "kernels/core/tensor.h"
 
 namespace pb::direct {
+
+// Shape facts the forward kernels need, fixed in plan(). The input is copied to
+// [n][ih][channel group][padded row][G]: each row padded and split into stride phases (padded
+// column x' = sw*q + r lives at r*phase_len + q: unit stride along output columns), the channels
+// of a group of G interleaved per pixel (G = 1 for fp32, 2 for bf16 pairs, 4 for u8 quadruples;
+// a convolution group's icg channels take ceil(icg / G) channel groups). Strides in elements.
+struct Plan {
+  int64_t icg = 0, kh = 0, kw = 0, ih = 0, sh = 1, ph = 0, dh1 = 1;
+  int64_t cgroups = 0;        // channel groups per convolution group: ceil(icg / G)
+  int64_t row_len = 0;        // pixels per padded input row
+  int64_t cstride = 0;        // elements between channel groups of a row (= row_len * G)
+  int64_t row_stride = 0;     // elements between input rows (= g * cgroups * cstride)
+  int64_t phase_len = 0;      // pixels per stride phase within a row
+  std::vector<int64_t> koff;  // per kx: pixel offset of output column 0 within a row
+};
+inline Plan make_plan(const ConvDesc& d, int G) {
+  Plan p;
+  p.icg = d.icg(), p.kh = d.kh, p.kw = d.kw, p.ih = d.ih, p.sh = d.sh, p.ph = d.ph;
+  p.dh1 = d.dh + 1;
+  p.cgroups = (d.icg() + G - 1) / G;
+  const int64_t ext_w = (d.kw - 1) * (d.dw + 1) + 1;
+  const int64_t span = (d.ow - 1) * d.sw + ext_w;  // padded columns read
+  p.phase_len = (std::max(span, d.pw + d.iw) + d.sw - 1) / d.sw;
+  p.row_len = p.phase_len * d.sw;
+  p.koff.assign(d.kw, 0);
+  for (int64_t kx = 0; kx < d.kw; ++kx) {
+    const int64_t x = kx * (d.dw + 1);
+    p.koff[kx] = (x % d.sw) * p.phase_len + x / d.sw;
+  }
+  p.cstride = p.row_len * G;
+  p.row_stride = d.g * p.cgroups * p.cstride;
+  return p;
+}
 
 using vf = float __attribute__((vector_size(64), aligned(64)));
 
@@ -43,6 +79,37 @@ __attribute__((always_inline)) inline void store_tile(float* out, int64_t wstep,
                                                       const vf (&acc)[J][V]) {
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
+}
+
+// Output columns per register tile, at most: 14 x 2 accumulators + 2 weight vectors + the
+// broadcast input fit in 32 registers.
+constexpr int kMaxJ = 14;
+
+// The forward's task loop, shared by every data type: OpenMP (dynamic, so that a preempted
+// thread does not hold the other up) over (image, group, block of nb output-channel blocks,
+// output row), each row in J-wide chunks (the last overlapping the one before instead of running
+// past the row): tile(n, gi, b, oy, ox0, buf) with a per-thread scratch of kMaxJ x 32 floats.
+template <class F>
+void for_tiles(const ConvDesc& d, int64_t nb, int j, F&& tile) {
+  const int64_t chunks = (d.ow + j - 1) / j;
+  const int64_t ntasks = d.mb * d.g * nb * d.oh;
+#pragma omp parallel
+  {
+    alignas(64) float buf[kMaxJ * 32];
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t t = 0; t < ntasks; ++t) {
+      const int64_t oy = t % d.oh, b = (t / d.oh) % nb, gi = (t / d.oh / nb) % d.g,
+                    n = t / d.oh / nb / d.g;
+      for (int64_t ch = 0; ch < chunks; ++ch) tile(n, gi, b, oy, std::min(ch * j, d.ow - j), buf);
+    }
+  }
+}
+
+// A tile buf[j][w16] (w16 = 16V channels) into NCHW: out[o * plane + jj] for o < noc, jj < j.
+template <class T>
+inline void scatter_tile(const T* buf, int w16, int64_t noc, int j, T* out, int64_t plane) {
+  for (int64_t o = 0; o < noc; ++o)
+    for (int jj = 0; jj < j; ++jj) out[o * plane + jj] = buf[jj * w16 + o];
 }
 
 // Vectors per tile (1 or 2 x 16 channels) for `ch` vectorised channels: 32 unless 16 divides
@@ -103,6 +170,33 @@ class BwdWeights {
   int64_t nb_ = 1, wpad_ = 0, rows_per_chunk_ = 1;
   std::vector<Taps> taps_;
   std::vector<float> xs_, dd_, acc_;
+};
+
+// Forward in a reduced type (direct_lowp.cpp): the same tiles and threading as the fp32 forward,
+// each tap a dot product over a channel group (vdpbf16ps on bf16 pairs, vpdpbusd on u8 x s8
+// quadruples); u8s8's source zero point is the padding's value and is compensated per output
+// row by the sums of the weights over the kernel rows inside the image.
+class LowpFwd {
+ public:
+  // Why this CPU cannot run d's type here ("" when it can).
+  static std::string unsupported(const ConvDesc& d);
+  void prepare(const ConvDesc& d, const QuantParams& q);
+  void repack(const void* wei);      // weights(): the typed weights (oc x icg x kh x kw)
+  void copy_input(const void* src);  // reorder_in(): the typed NCHW source
+  void run(void* out);               // the typed (or f32) NCHW output
+  size_t workspace_bytes() const {
+    return wp_.size() + in_.size() + 4 * (wsum_.size() + scale_.size());
+  }
+
+ private:
+  ConvDesc d_;
+  Plan plan_;
+  int v_ = 1, j_ = 1;
+  int64_t nb_ = 1;
+  int32_t zero_ = 0;
+  std::vector<uint8_t> wp_, in_;  // repacked weights, padded phase-split input
+  std::vector<int32_t> wsum_;     // u8s8: [g][oc block][kh][16V] weight sums per kernel row
+  std::vector<float> scale_;      // per output channel (padded to whole blocks)
 };
 
 }  // namespace pb::direct

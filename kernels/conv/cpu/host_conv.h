@@ -1,12 +1,16 @@
 // Shared base of the host-memory convolution implementations: keeps the inputs of the direction,
 // owns its outputs, answers supports() per direction (DirConv) and adds the bias gradient to
-// every bwd_w run.
+// every bwd_w run. For a reduced data type (desc.h's dt) it also keeps the activation inputs'
+// copies in the type (made in plan(), never timed, as every implementation does), the weights'
+// copy (made by typed_weights() in the algorithm's weights()), u8s8's quantisation parameters
+// and the output in its type.
 #pragma once
 
 #include <vector>
 
 #include "kernels/conv/conv.h"
 #include "kernels/core/channel_sums.h"
+#include "kernels/core/quant.h"
 
 namespace pb {
 
@@ -29,27 +33,47 @@ class HostConv : public DirConv {
       src_ = in[0], wei_ = in[1];
       dst_ = Tensor(d.dst_dims());
     }
+    typed_plan(in);
     prepare_more();
   }
   // The timed work: the direction's convolution, then (bwd_w) the bias gradient.
   void run() final {
     run_dir();
-    if (dir_ == Dir::bwd_w)
+    if (dir_ == Dir::bwd_w) {
       channel_sums(diff_dst_->data(), d_.mb, d_.oc, d_.oh * d_.ow, diff_bias_.data());
+      if (typed_out()) to_storage_out(diff_bias_.data(), d_.oc, d_.dt.out, bias_out_.data());
+    }
   }
+  // A reduced output type lives in its typed buffer: no fp32 view.
   const Tensor* output_view(size_t i) const override {
+    if (typed_out()) return nullptr;
     return i == 0 ? &dst_ : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
   }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(dst_.clone());
     if (dir_ == Dir::bwd_w) out.push_back(diff_bias_.clone());
+    if (typed_out()) {
+      from_storage(out_.data(), d_.dt.out, out[0].size(), out[0].data());
+      if (dir_ == Dir::bwd_w) from_storage(bias_out_.data(), d_.dt.out, d_.oc, out[1].data());
+    }
     return out;
   }
 
  protected:
   virtual void prepare_more() {}  // plan() of the algorithm: what depends on the shape only
-  virtual void run_dir() = 0;     // computes dst_ for dir_
+  virtual void run_dir() = 0;     // computes dst_ (or, for a reduced output type, out_) for dir_
+
+  bool typed() const { return !d_.dt.is_f32(); }
+  bool typed_out() const { return d_.dt.out != DataType::out_f32; }
+  // The activation inputs in the type (src for fwd and bwd_w, diff_dst for bwd_d and bwd_w).
+  const void* src_typed() const { return act_[0].data(); }
+  const void* diff_dst_typed() const { return act_[dir_ == Dir::bwd_w ? 1 : 0].data(); }
+  // The weights in the type, into `w` (an algorithm's weights() calls it, then repacks).
+  void typed_weights(std::vector<uint8_t>* w) const { to_storage(*wei_, d_.dt.in, false, w); }
+  // Where run_dir() writes the direction's output: dst_ (f32) or its typed buffer.
+  void* out_data() { return typed_out() ? static_cast<void*>(out_.data()) : dst_.data(); }
+
   ConvDesc d_;
   Dir dir_ = Dir::fwd;
   const Tensor* src_ = nullptr;       // fwd, bwd_w
@@ -57,6 +81,27 @@ class HostConv : public DirConv {
   const Tensor* diff_dst_ = nullptr;  // bwd_d, bwd_w
   Tensor dst_;                        // the direction's output: dst, diff_src or diff_wei
   Tensor diff_bias_;                  // bwd_w: oc
+  QuantParams q_;                     // u8s8 (all ones otherwise)
+
+ private:
+  void typed_plan(const std::vector<const Tensor*>& in) {
+    q_ = d_.dt.integer() ? QuantParams::from(in, 2) : QuantParams();
+    for (auto& a : act_) a.clear();
+    out_.clear();
+    bias_out_.clear();
+    if (!typed()) return;
+    if (dir_ == Dir::bwd_d) {
+      to_storage(*diff_dst_, d_.dt.in, true, &act_[0]);
+    } else {
+      to_storage(*src_, d_.dt.in, true, &act_[0]);
+      if (dir_ == Dir::bwd_w) to_storage(*diff_dst_, d_.dt.in, true, &act_[1]);
+    }
+    if (typed_out()) {
+      out_.resize(static_cast<size_t>(d_.dt.out_bytes() * dst_.size()));
+      if (dir_ == Dir::bwd_w) bias_out_.resize(static_cast<size_t>(d_.dt.out_bytes() * d_.oc));
+    }
+  }
+  std::vector<uint8_t> act_[2], out_, bias_out_;
 };
 
 }  // namespace pb

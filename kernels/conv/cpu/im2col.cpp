@@ -5,11 +5,13 @@
 // images as threads, each OpenMP thread runs whole chunks with a single-threaded sgemm (no
 // hand-over between OpenMP and OpenBLAS threads, column buffer private and cache-warm);
 // otherwise the copy is parallel and sgemm uses OpenBLAS's threads. bwd_d and bwd_w are in
-// im2col_bwd.cpp, the column copies in im2col_cols.cpp.
+// im2col_bwd.cpp, the column copies in im2col_cols.cpp. Reduced types (bf16, u8s8; fwd) run on
+// cpu/packed's reduced-precision GEMM (im2col_lowp.cpp).
 #include <algorithm>
 
 #include "kernels/conv/cpu/host_conv.h"
 #include "kernels/conv/cpu/im2col_cols.h"
+#include "kernels/gemm/cpu/packed_lowp.h"
 
 namespace pb {
 
@@ -19,20 +21,34 @@ class Im2colConv : public HostConv {
  public:
   std::string name() const override { return "cpu/im2col"; }
   size_t workspace_bytes() const override {
-    return fwd_.workspace_bytes() + bwd_d_.workspace_bytes() + bwd_w_.workspace_bytes();
+    return fwd_.workspace_bytes() + bwd_d_.workspace_bytes() + bwd_w_.workspace_bytes() +
+           lowp_.workspace_bytes() + wei_typed_.size();
   }
 
  protected:
   Support supports_bwd_d(const ConvDesc&) const override { return Support::yes(); }
   Support supports_bwd_w(const ConvDesc&) const override { return Support::yes(); }
+  std::string dt_unsupported(const ConvDesc& d, Dir dir) const override {
+    const std::string why = gemm_packed_lowp_unsupported(d.dt);
+    if (!why.empty()) return "cpu/im2col runs on cpu/packed, which cannot: " + why;
+    if (dir != Dir::fwd) return "cpu/im2col runs dt=" + d.dt.str() + " fwd only";
+    return "";
+  }
 
   void prepare_more() override {
+    if (typed()) return lowp_.prepare(d_);
     if (dir_ == Dir::bwd_d) return bwd_d_.prepare(d_);
     if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d_);
     fwd_.prepare(d_);
   }
 
+  // A reduced type's weights converted to it (the f32 algorithms read the weights in place).
+  void weights() override {
+    if (typed()) typed_weights(&wei_typed_);
+  }
+
   void run_dir() override {
+    if (typed()) return lowp_.run(src_typed(), wei_typed_.data(), q_, out_data());
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
     fwd_.run(*src_, *wei_, dst_);
@@ -42,6 +58,8 @@ class Im2colConv : public HostConv {
   im2col::Fwd fwd_;
   im2col::BwdData bwd_d_;
   im2col::BwdWeights bwd_w_;
+  im2col::LowpFwd lowp_;
+  std::vector<uint8_t> wei_typed_;
 };
 
 }  // namespace

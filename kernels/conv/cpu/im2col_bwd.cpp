@@ -102,14 +102,17 @@ void BwdWeights::run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei
   SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
   const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
   const int64_t wsize = d_.wei_size();
+  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     float* part = part_.data() + t * wsize;
     std::fill(part, part + wsize, 0.0f);
     for (int64_t c = t; c < chunks; c += nt)
-      chunk(c * nb_, src.data(), diff_dst.data(), part, col_.data() + t * col_len,
-            tmp_.data() + t * tmp_len, false, false);
+      errors.run([&] {
+        chunk(c * nb_, src.data(), diff_dst.data(), part, col_.data() + t * col_len,
+              tmp_.data() + t * tmp_len, false, false);
+      });
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < wsize; ++i) {
@@ -118,6 +121,7 @@ void BwdWeights::run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei
       diff_wei.data()[i] = s;
     }
   }
+  errors.rethrow();
 }
 
 }  // namespace pb::im2col

@@ -51,34 +51,40 @@ void col_range(const ConvDesc& d, int64_t off, int64_t* lo, int64_t* hi) {
 }
 }  // namespace
 
-void im2col(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, float* col, bool par) {
+template <class T>
+void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par, T pad) {
   const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
   for (int64_t i = 0; i < nb; ++i)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
-      const float* plane = img + (i * d.ic + c) * ihw;
-      float* out = col + r * ncol + i * ohw;
+      const T* plane = img + (i * d.ic + c) * ihw;
+      T* out = col + r * ncol + i * ohw;
       const int64_t off = kx * (d.dw + 1) - d.pw;
       int64_t lo, hi;
       col_range(d, off, &lo, &hi);
       for (int64_t oy = 0; oy < d.oh; ++oy) {
-        float* o = out + oy * d.ow;
+        T* o = out + oy * d.ow;
         const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
         if (iy < 0 || iy >= d.ih) {
-          std::fill(o, o + d.ow, 0.0f);
+          std::fill(o, o + d.ow, pad);
           continue;
         }
-        const float* s = plane + iy * d.iw;
-        std::fill(o, o + lo, 0.0f);
+        const T* s = plane + iy * d.iw;
+        std::fill(o, o + lo, pad);
         if (d.sw == 1)
-          std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(float));
+          std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(T));
         else
           for (int64_t ox = lo; ox < hi; ++ox) o[ox] = s[ox * d.sw + off];
-        std::fill(o + hi, o + d.ow, 0.0f);
+        std::fill(o + hi, o + d.ow, pad);
       }
     }
 }
+template void im2col<float>(const ConvDesc&, const float*, int64_t, int64_t, float*, bool, float);
+template void im2col<uint16_t>(const ConvDesc&, const uint16_t*, int64_t, int64_t, uint16_t*, bool,
+                               uint16_t);
+template void im2col<uint8_t>(const ConvDesc&, const uint8_t*, int64_t, int64_t, uint8_t*, bool,
+                              uint8_t);
 
 void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par) {
   const int64_t ihw = d.ih * d.iw, ohw = d.oh * d.ow;

@@ -1,7 +1,7 @@
-// Helpers of cpu/im2col shared by its three directions: the column buffer copies (im2col and
-// its adjoint col2im), gathers between NCHW and a chunk's [channel][image*pixel] matrix, the
-// sgemm wrapper, the chunk planning and driver, and the three passes (forward in im2col.cpp,
-// backward in im2col_bwd.cpp).
+// Helpers of cpu/im2col shared by its three directions and data types: the column buffer copies
+// (im2col and its adjoint col2im), gathers between NCHW and a chunk's [channel][image*pixel]
+// matrix, the sgemm wrapper, the chunk planning and driver, and the passes (forward in
+// im2col.cpp, backward in im2col_bwd.cpp, the reduced-precision forward in im2col_lowp.cpp).
 #pragma once
 
 #include <omp.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/conv/desc.h"
+#include "kernels/core/quant.h"
 #include "kernels/core/tensor.h"
 #include "kernels/core/threads.h"
 
@@ -19,10 +20,13 @@ namespace pb::im2col {
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// col[(c*kh + ky)*kw + kx][i*ohw + oy*ow + ox] = img(i, c, iy, ix), 0 in the padding, for the
-// group's icg channels of nb images (`img` points at image 0's first channel of the group,
-// images ic*ih*iw apart). OpenMP-parallel when `par`.
-void im2col(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, float* col, bool par);
+// col[(c*kh + ky)*kw + kx][i*ohw + oy*ow + ox] = img(i, c, iy, ix), `pad` in the padding, for
+// the group's icg channels of nb images (`img` points at image 0's first channel of the group,
+// images ic*ih*iw apart). OpenMP-parallel when `par`. T: float, or a reduced type's storage
+// (uint16_t: bf16; uint8_t: u8, padded with its zero point).
+template <class T>
+void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par,
+            T pad = T(0));
 // The adjoint: img(i, c, iy, ix) = sum of the col entries that im2col copies from it, in the
 // fixed order (ky, kx, oy, ox); overwrites the group's channels of the nb images.
 void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par);
@@ -46,6 +50,24 @@ struct Chunking {
 };
 Chunking plan_chunks(const ConvDesc& d);
 
+// Runs chunk(n0, slot, par) over the batch of mb images in chunks of nb: chunk after chunk with
+// OpenMP-parallel copies (par, slot 0), or, per_thread, chunks spread over OpenMP threads (slot:
+// the thread), each with a single-threaded GEMM.
+template <class F>
+void for_chunks(int64_t mb, int64_t nb, bool per_thread, F&& chunk) {
+  const int64_t chunks = (mb + nb - 1) / nb;
+  if (!per_thread) {
+    for (int64_t c = 0; c < chunks; ++c) chunk(c * nb, 0, true);
+    return;
+  }
+  SerialBlasScope serial_blas;
+  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    errors.run([&] { chunk(c * nb, omp_get_thread_num(), false); });
+  errors.rethrow();
+}
+
 // The column and GEMM-output buffers of a chunked im2col pass, sized by plan_chunks.
 class ChunkedBuffers {
  protected:
@@ -56,18 +78,10 @@ class ChunkedBuffers {
   // threads, each with its own buffers and a single-threaded sgemm.
   template <class F>
   void run_chunks(F&& chunk) {
-    const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
-    if (!per_thread_) {
-      for (int64_t c = 0; c < chunks; ++c) chunk(c * nb_, col_.data(), tmp_.data(), true);
-      return;
-    }
-    SerialBlasScope serial_blas;
     const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int t = omp_get_thread_num();
-      chunk(c * nb_, col_.data() + t * col_len, tmp_.data() + t * tmp_len, false);
-    }
+    for_chunks(d_.mb, nb_, per_thread_, [&](int64_t n0, int slot, bool par) {
+      chunk(n0, col_.data() + slot * col_len, tmp_.data() + slot * tmp_len, par);
+    });
   }
   ConvDesc d_;
   int64_t nb_ = 1;
@@ -112,6 +126,28 @@ class BwdWeights : ChunkedBuffers {
   void chunk(int64_t n0, const float* src, const float* dd, float* dw, float* col, float* tmp,
              bool first, bool par) const;
   std::vector<float> part_;
+};
+
+// Forward in a reduced type (bf16, u8s8) on cpu/packed's reduced-precision GEMM
+// (im2col_lowp.cpp): per (chunk, group) the typed column buffer (u8 padding at the source's zero
+// point), C = W_g x col with the output channels as the GEMM's rows (the weights are A, with
+// their per-channel scales; the source is B, with its zero point), written pixel-major in the
+// output type, then transposed to NCHW.
+class LowpFwd {
+ public:
+  void prepare(const ConvDesc& d);
+  // src: the typed NCHW source; wei: the typed weights (oc x icg*kh*kw); out: the typed (or
+  // f32) NCHW output.
+  void run(const void* src, const void* wei, const QuantParams& q, void* out);
+  size_t workspace_bytes() const { return col_.size() + tmp_.size(); }
+
+ private:
+  void chunk(int64_t n0, const void* src, const void* wei, const QuantParams& q, void* out,
+             void* col, void* tmp, bool par) const;
+  ConvDesc d_;
+  Chunking c_;
+  int64_t col_slot_ = 0, tmp_slot_ = 0;  // bytes per thread slot
+  std::vector<uint8_t> col_, tmp_;
 };
 
 }  // namespace pb::im2col

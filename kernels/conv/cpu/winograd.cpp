@@ -1,6 +1,9 @@
 // cpu/winograd_f2 and cpu/winograd_f4: one Winograd F(m x m, 3 x 3) engine (Lavin & Gray 2015),
 // 16 channels per vector; bwd_d on flipped filters, bwd_w in winograd_bwd_weights.cpp. Per thread,
 // chunks of tile rows: source rows -> interleaved -> input transform -> alpha^2 GEMMs -> output.
+// bf16 (fwd, bwd_d): the source rows are widened to fp32 as they are interleaved and the filters
+// (rounded to bf16) transformed in fp32, so the engine runs the fp32 transforms and GEMMs on
+// bf16 data, at half the bytes read; a bf16 output is rounded as it is written.
 #include <omp.h>
 
 #include <algorithm>
@@ -52,6 +55,13 @@ class WinogradConv final : public HostConv {
     Support s = supports_fwd(d);
     return s ? wino::BwdWeights<M>::supports(d, name()) : s;
   }
+  std::string dt_unsupported(const ConvDesc& d, Dir dir) const override {
+    if (d.dt.in != DataType::bf16)
+      return name() + " runs dt=f32 and bf16 only (its transforms are not integer-exact, so " +
+             "u8s8 would need the transformed data requantised; f16 has no path)";
+    if (dir == Dir::bwd_w) return name() + " runs dt=bf16 fwd and bwd_d only";
+    return "";
+  }
 
   void prepare_more() override {
     if (dir_ == Dir::bwd_w) {
@@ -62,7 +72,8 @@ class WinogradConv final : public HostConv {
     // bwd_d runs the forward engine on diff_dst with the flipped, transposed filter.
     const bool bwd = dir_ == Dir::bwd_d;
     e_ = bwd ? bwd_as_fwd::desc(d_) : d_;
-    in_ = bwd ? diff_dst_->data() : src_->data();
+    in_ = typed() ? (bwd ? diff_dst_typed() : src_typed())
+                  : static_cast<const void*>(bwd ? diff_dst_->data() : src_->data());
     const ConvDesc& d = e_;
     th_ = (d.oh + M - 1) / M;
     tw_ = (d.ow + M - 1) / M;
@@ -99,10 +110,19 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  // The transformed weights (the workspaces and bwd_w's buffers depend on the shape only).
+  // The transformed weights (the workspaces and bwd_w's buffers depend on the shape only); a
+  // reduced type's are rounded to it first.
   void weights() override {
-    if (dir_ == Dir::fwd) transform_filters(*wei_);
-    if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
+    const Tensor* w = wei_;
+    if (typed() && dir_ != Dir::bwd_w) {
+      typed_weights(&wei_typed_);
+      wei_round_ = Tensor(wei_->dims());
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(wei_typed_.data());
+      for (int64_t i = 0; i < wei_round_.size(); ++i) wei_round_[i] = from_bf16(h[i]);
+      w = &wei_round_;
+    }
+    if (dir_ == Dir::fwd) transform_filters(*w);
+    if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *w));
   }
 
   void run_dir() override {
@@ -141,7 +161,11 @@ class WinogradConv final : public HostConv {
   // the same for tile row ty - 1 (its last alpha - m rows are this one's first), or null.
   void copy_rows(int64_t n, int64_t g, int64_t ty, const float* prev, float* s) const {
     const wino::RowSpan r{e_.icg(), e_.ih, e_.iw, e_.pw, wp_, A, M};
-    wino::copy_rows(r, in_ + (n * e_.ic + g * e_.icg()) * e_.ih * e_.iw, ty * M - e_.ph, prev, s);
+    const int64_t at = (n * e_.ic + g * e_.icg()) * e_.ih * e_.iw;
+    if (typed())
+      wino::copy_rows(r, static_cast<const uint16_t*>(in_) + at, ty * M - e_.ph, prev, s);
+    else
+      wino::copy_rows(r, static_cast<const float*>(in_) + at, ty * M - e_.ph, prev, s);
   }
 
   // Chunk c (tile rows c * rc_ ...) of group g on one thread's buffers: s (source rows), v
@@ -179,9 +203,13 @@ class WinogradConv final : public HostConv {
       for (int64_t x = 0; x < tw_; ++x) output_tile(x, mb + (k * tw_ + x) * ms_, y);
       // The tile row's M output rows of each channel are one contiguous span of dst.
       const int64_t n = (r0 + k) / th_, y0 = (r0 + k) % th_ * M, ny = std::min<int64_t>(M, oh - y0);
-      for (int64_t o = 0; o < ocg; ++o)
-        wino::stream_copy(dst_.data() + ((n * e_.oc + g * ocg + o) * oh + y0) * ow, y + o * M * ow,
-                          ny * ow);
+      for (int64_t o = 0; o < ocg; ++o) {
+        const int64_t at = ((n * e_.oc + g * ocg + o) * oh + y0) * ow;
+        if (typed_out())
+          wino::round_copy(static_cast<uint16_t*>(out_data()) + at, y + o * M * ow, ny * ow);
+        else
+          wino::stream_copy(dst_.data() + at, y + o * M * ow, ny * ow);
+      }
     }
     wino::stream_fence();
   }
@@ -211,8 +239,10 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  ConvDesc e_;                 // the forward problem run: d_, or bwd_d's (bwd_as_fwd::desc)
-  const float* in_ = nullptr;  // its input: src or diff_dst
+  ConvDesc e_;                      // the forward problem run: d_, or bwd_d's (bwd_as_fwd::desc)
+  const void* in_ = nullptr;        // its input: src or diff_dst (fp32, or bf16 for dt=bf16)
+  std::vector<uint8_t> wei_typed_;  // bf16: the weights in the type, and as fp32 values
+  Tensor wei_round_;
   int64_t th_ = 0, tw_ = 0, wp_ = 0, cb_ = 0, op_ = 0, vs_ = 0, ms_ = 0;
   int64_t rc_ = 0, tc_ = 0;  // tile rows per chunk; tiles per chunk, rounded up to kRows
   int nthreads_ = 1;

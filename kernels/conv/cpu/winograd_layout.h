@@ -1,11 +1,15 @@
 // Data movement of the Winograd engine: a 16 x 16 fp32 transpose, used to turn NCHW source rows
-// into channel-interleaved tile rows (copy_rows) and channel-interleaved output tiles back into
-// NCHW rows, and a streaming copy for output rows that will not be read again soon.
+// (fp32, or bf16 widened to fp32) into channel-interleaved tile rows (copy_rows) and
+// channel-interleaved output tiles back into NCHW rows, and a streaming copy for output rows that
+// will not be read again soon (or their bf16 rounding).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include "kernels/core/dtype.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -54,11 +58,22 @@ inline void transpose16(const float* in, int64_t is, float* out, int64_t os) {
 #endif
 }
 
-// dst[x * 16 + c] = src[c * ss + x] for x < nx, c < nc; channels nc..15 become zero (nx, nc <= 16).
-inline void interleave16(const float* src, int64_t ss, int nc, int nx, float* dst) {
-  if (nc == 16 && nx == 16) return transpose16(src, ss, dst, 16);
+// n source elements as fp32: a copy, or bf16 (uint16_t) widened.
+inline void widen(const float* src, int n, float* dst) {
+  std::memcpy(dst, src, n * sizeof(float));
+}
+inline void widen(const uint16_t* src, int n, float* dst) {
+  for (int i = 0; i < n; ++i) dst[i] = from_bf16(src[i]);
+}
+
+// dst[x * 16 + c] = src[c * ss + x] (as fp32) for x < nx, c < nc; channels nc..15 become zero
+// (nx, nc <= 16). T: float, or bf16 (uint16_t).
+template <class T>
+inline void interleave16(const T* src, int64_t ss, int nc, int nx, float* dst) {
+  if constexpr (std::is_same_v<T, float>)
+    if (nc == 16 && nx == 16) return transpose16(src, ss, dst, 16);
   alignas(64) float in[16][16] = {}, out[16][16];
-  for (int c = 0; c < nc; ++c) std::memcpy(in[c], src + c * ss, nx * sizeof(float));
+  for (int c = 0; c < nc; ++c) widen(src + c * ss, nx, in[c]);
   transpose16(in[0], 16, out[0], 16);
   std::memcpy(dst, out[0], nx * 16 * sizeof(float));
 }
@@ -73,7 +88,8 @@ struct RowSpan {
 
 // Rows sy0 .. sy0 + r.rows - 1 of in (channel 0 of the span) -> s, zero outside the image. prev:
 // the same for the tile row before (sy0 - r.step; its overlapping rows are copied), or null.
-inline void copy_rows(const RowSpan& r, const float* in, int64_t sy0, const float* prev, float* s) {
+template <class T>
+inline void copy_rows(const RowSpan& r, const T* in, int64_t sy0, const float* prev, float* s) {
   const int64_t row = r.wp * 16, x0 = std::max<int64_t>(0, r.pw);
   const int64_t cols = std::max<int64_t>(0, std::min(r.iw - (x0 - r.pw), r.wp - x0));
   const int64_t blocks = (r.chans + 15) / 16;
@@ -92,7 +108,7 @@ inline void copy_rows(const RowSpan& r, const float* in, int64_t sy0, const floa
       }
       std::memset(p, 0, x0 * 16 * sizeof(float));
       std::memset(p + (x0 + cols) * 16, 0, (r.wp - x0 - cols) * 16 * sizeof(float));
-      const float* q = in + ((cb * 16) * r.ih + sy) * r.iw + (x0 - r.pw);
+      const T* q = in + ((cb * 16) * r.ih + sy) * r.iw + (x0 - r.pw);
       for (int64_t x = 0; x < cols; x += 16)
         interleave16(q + x, r.ih * r.iw, nc, int(std::min<int64_t>(16, cols - x)),
                      p + (x0 + x) * 16);
@@ -140,6 +156,11 @@ inline void stream_copy(float* dst, const float* src, int64_t n) {
 #else
   std::memcpy(dst, src, n * sizeof(float));
 #endif
+}
+
+// dst[0..n) = the bf16 rounding of src[0..n) (a bf16 output).
+inline void round_copy(uint16_t* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = to_bf16(src[i]);
 }
 
 inline void stream_fence() {

@@ -1,7 +1,11 @@
 // onednn/auto and onednn/winograd: oneDNN's convolution in all three directions as the vendor
-// baseline. Inputs and outputs are converted between NCHW/goihw and the formats oneDNN prefers in
-// explicit phases (weights(), reorder_in(), reorder_out()), so each timing contract times them
-// as it times every other implementation's conversions.
+// baseline, in every data type oneDNN has (desc.h's dt). Inputs and outputs are converted between
+// NCHW/goihw and the formats oneDNN prefers in explicit phases (weights(), reorder_in(),
+// reorder_out()), so each timing contract times them as it times every other implementation's
+// conversions. A reduced type's activations are converted to it in plan() (never timed, as every
+// implementation does), its weights by the weights() reorder from the fp32 goihw tensor straight
+// into oneDNN's layout and type; u8s8's scales are output scales per channel and the source's
+// zero point oneDNN's.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -9,6 +13,7 @@
 
 #include "kernels/conv/conv.h"
 #include "kernels/core/error.h"
+#include "kernels/core/quant.h"
 #include "kernels/vendor_onednn.h"
 
 namespace pb {
@@ -19,14 +24,47 @@ using dnnl::algorithm;
 using dnnl::memory;
 using tag = memory::format_tag;
 
-memory::desc plain_md(const Dims& dims) {
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32,
+using mdt = memory::data_type;
+
+memory::desc plain_md(const Dims& dims, mdt type = mdt::f32) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), type,
                       dims.size() == 5   ? tag::goihw
                       : dims.size() == 1 ? tag::x
                                          : tag::nchw);
 }
-memory::desc any_md(const Dims& dims) {
-  return memory::desc(memory::dims(dims.begin(), dims.end()), memory::data_type::f32, tag::any);
+memory::desc any_md(const Dims& dims, mdt type) {
+  return memory::desc(memory::dims(dims.begin(), dims.end()), type, tag::any);
+}
+
+// The element types of src, wei, dst and bias as the forward sees them, for the tensors of
+// direction `dir`: the two inputs in the input type, the direction's output (and bwd_w's bias
+// gradient) in the output type.
+struct ArgTypes {
+  mdt src, wei, dst, bias;
+};
+ArgTypes arg_types(const ConvDesc& d, Dir dir) {
+  const mdt src = onednn::data_type(d.dt.in, true), wei = onednn::data_type(d.dt.in, false),
+            out = onednn::data_type(d.dt.out);
+  if (dir == Dir::bwd_d) return {out, wei, src, out};
+  if (dir == Dir::bwd_w) return {src, out, src, out};
+  return {src, wei, out, out};
+}
+
+// u8s8: dst = scale[oc] * sum(wei * (src - zero)), scale = wei_scale * src_scale (/ dst_scale
+// for an s8 output). `q` null: ones (the descriptor is the same whatever the values).
+dnnl::primitive_attr quant_attr(const ConvDesc& d, const QuantParams* q) {
+  dnnl::primitive_attr attr;
+  if (!d.dt.integer()) return attr;
+  std::vector<float> scales(d.oc, 1.0f);
+  int32_t zero = 1;
+  if (q) {
+    const float div = d.dt.out == DataType::out_s8 ? q->dst_scale : 1.0f;
+    for (int64_t o = 0; o < d.oc; ++o) scales[o] = q->wei_scale[o] * q->src_scale / div;
+    zero = q->src_zero;
+  }
+  attr.set_output_scales(1 << 1, scales);  // per dst dimension 1: the output channel
+  if (zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zero});
+  return attr;
 }
 
 // The primitive for one (desc, direction) and the oneDNN argument ids of its inputs/outputs.
@@ -41,17 +79,27 @@ struct Built {
   std::vector<Output> outputs;  // in the order conv.h lists them
 };
 
-Built build(const ConvDesc& d, Dir dir, algorithm alg) {
+Built build(const ConvDesc& d, Dir dir, algorithm alg, const QuantParams* q = nullptr) {
   auto& eng = onednn::engine();
   const memory::dims strides{d.sh, d.sw}, dil{d.dh, d.dw}, pad_l{d.ph, d.pw};
   // A negative end pad (unused trailing rows when the stride does not divide) gives the same
   // output size as 0 with the floor in the formula; oneDNN wants it non-negative.
   const memory::dims pad_r{std::max<int64_t>(0, d.pad_b()), std::max<int64_t>(0, d.pad_r())};
-  const auto src = any_md(d.src_dims()), wei = any_md(d.wei_dims()), dst = any_md(d.dst_dims());
+  const ArgTypes t = arg_types(d, dir);
+  const auto src = any_md(d.src_dims(), t.src), wei = any_md(d.wei_dims(), t.wei),
+             dst = any_md(d.dst_dims(), t.dst);
+  // u8s8 is inference; the others may hint a backward, whose hint is the forward in the input
+  // type throughout (a bf16 backward's f32 output is its own choice, not the forward's).
+  const auto prop =
+      d.dt.integer() ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+  const ArgTypes h = dir == Dir::fwd ? t : arg_types(d, Dir::fwd);
+  const mdt in = onednn::data_type(d.dt.in, true);
   dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, src, wei, dst,
-                                      strides, dil, pad_l, pad_r),
-      eng);
+      dnnl::convolution_forward::desc(prop, alg, dir == Dir::fwd ? src : any_md(d.src_dims(), in),
+                                      dir == Dir::fwd ? wei : any_md(d.wei_dims(), h.wei),
+                                      dir == Dir::fwd ? dst : any_md(d.dst_dims(), in), strides,
+                                      dil, pad_l, pad_r),
+      quant_attr(d, q), eng);
   Built b;
   if (dir == Dir::fwd) {
     b.prim = dnnl::convolution_forward(fwd);
@@ -66,8 +114,8 @@ Built build(const ConvDesc& d, Dir dir, algorithm alg) {
     b.outputs = {{DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), d.src_dims()}};
   } else if (dir == Dir::bwd_w) {
     dnnl::convolution_backward_weights::primitive_desc pd(
-        dnnl::convolution_backward_weights::desc(alg, src, wei, plain_md({d.oc}), dst, strides, dil,
-                                                 pad_l, pad_r),
+        dnnl::convolution_backward_weights::desc(alg, src, wei, plain_md({d.oc}, t.bias), dst,
+                                                 strides, dil, pad_l, pad_r),
         eng, fwd);
     b.prim = dnnl::convolution_backward_weights(pd);
     b.inputs = {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DIFF_DST, pd.diff_dst_desc()}};
@@ -85,6 +133,8 @@ class OnednnConv : public ConvImpl {
   std::string name() const override { return name_; }
 
   Support supports(const ConvDesc& d, Dir dir) const override {
+    Support dt = dt_direction(d, dir);
+    if (!dt) return dt;
     // Found by the conformance test (edge asym_pad_b1): oneDNN 2.6's Winograd backward-data
     // returns wrong values when the end padding differs from the start padding.
     if (alg_ == algorithm::convolution_winograd && dir == Dir::bwd_d &&
@@ -95,6 +145,10 @@ class OnednnConv : public ConvImpl {
       return Support::yes();
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) onednn::rethrow(e, "oneDNN conv " + name_);
+      if (!d.dt.is_f32())
+        return Support::no("oneDNN " + onednn::version() + " has no dt " + d.dt.str() + " " +
+                           dir_str(dir) + " " + name_ + " convolution on this CPU (" + e.what() +
+                           ")");
       return Support::no("oneDNN rejects " + dir_str(dir) + " " + d.str() + ": " + e.what());
     } catch (const Unsupported& e) {
       return Support::no(e.what());
@@ -103,7 +157,9 @@ class OnednnConv : public ConvImpl {
 
   void plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     try {
-      b_ = build(d, dir, alg_);
+      d_ = d;
+      const QuantParams q = QuantParams::from(in, 2);
+      b_ = build(d, dir, alg_, d.dt.integer() ? &q : nullptr);
       auto& eng = onednn::engine();
       args_.clear();
       wei_reorders_.clear();
@@ -111,26 +167,40 @@ class OnednnConv : public ConvImpl {
       out_reorders_.clear();
       views_.clear();
       views_.reserve(b_.outputs.size());
+      typed_.clear();
+      typed_.reserve(b_.inputs.size() + b_.outputs.size());
+      out_users_.clear();
       ws_ = 0;
       // Inputs in NCHW/goihw are read in place; the others get a copy in oneDNN's layout, filled
-      // by weights() (the weights) or reorder_in() (the activations).
+      // by weights() (the weights) or reorder_in() (the activations). A reduced type's
+      // activations are first converted to it here (a typed NCHW copy, untimed); its weights are
+      // converted by the weights() reorder.
       for (size_t i = 0; i < b_.inputs.size(); ++i) {
         const auto& [arg, md] = b_.inputs[i];
-        memory user(plain_md(in[i]->dims()), eng, const_cast<float*>(in[i]->data()));
+        const bool weights = arg == DNNL_ARG_WEIGHTS;
+        memory user = weights || d.dt.is_f32()
+                          ? memory(plain_md(in[i]->dims()), eng, const_cast<float*>(in[i]->data()))
+                          : typed_user(*in[i], md.data_type());
         if (md == user.get_desc()) {
           args_[arg] = user;
           continue;
         }
         memory mine(md, eng);
-        (arg == DNNL_ARG_WEIGHTS ? wei_reorders_ : act_reorders_).push_back({user, mine});
+        (weights ? wei_reorders_ : act_reorders_).push_back({user, mine});
         args_[arg] = mine;
         ws_ += md.get_size();
       }
       // Outputs are host tensors in NCHW/goihw (output_view()): written in place when oneDNN
-      // picks that layout, else written in its own and converted by reorder_out().
+      // picks that layout, else written in its own and converted by reorder_out(). A reduced
+      // output type's lives in a typed NCHW buffer that result() reads.
       for (const auto& o : b_.outputs) {
         views_.emplace_back(o.dims);
-        memory user(plain_md(o.dims), eng, views_.back().data());
+        const mdt type = o.md.data_type();
+        const memory::desc plain = plain_md(o.dims, type);
+        memory user(
+            plain, eng,
+            type == mdt::f32 ? static_cast<void*>(views_.back().data()) : typed_buffer(plain));
+        out_users_.push_back(user);
         if (o.md == user.get_desc()) {
           args_[o.arg] = user;
           continue;
@@ -149,20 +219,37 @@ class OnednnConv : public ConvImpl {
   void run() override { b_.prim.execute(onednn::stream(), args_); }
   void reorder_out() override { execute(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
+  // A reduced output type has no fp32 view.
   const Tensor* output_view(size_t i) const override {
-    return i < views_.size() ? &views_[i] : nullptr;
+    return i < views_.size() && d_.dt.out == DataType::out_f32 ? &views_[i] : nullptr;
   }
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
-    for (const Tensor& t : views_) v.push_back(t.clone());
+    for (size_t i = 0; i < views_.size(); ++i) {
+      v.push_back(views_[i].clone());
+      if (d_.dt.out != DataType::out_f32)
+        from_storage(out_users_[i].get_data_handle(), d_.dt.out, v.back().size(), v.back().data());
+    }
     return v;
   }
   // Copies of the inputs and outputs in oneDNN's blocked formats, where they differ from NCHW.
   size_t workspace_bytes() const override { return ws_; }
 
  private:
+  // A typed NCHW copy of an fp32 activation tensor (values exact in the type), as user memory.
+  memory typed_user(const Tensor& t, mdt type) {
+    typed_.emplace_back();
+    to_storage(t, d_.dt.in, type == mdt::u8, &typed_.back());
+    return memory(plain_md(t.dims(), type), onednn::engine(), typed_.back().data());
+  }
+  void* typed_buffer(const memory::desc& md) {
+    typed_.emplace_back(md.get_size());
+    return typed_.back().data();
+  }
+
   std::string name_;
   algorithm alg_;
+  ConvDesc d_;
   Built b_;
   // One layout conversion: a reorder primitive (created once, in plan) from one memory to another.
   struct Conversion {
@@ -174,10 +261,12 @@ class OnednnConv : public ConvImpl {
     for (auto& c : conversions) c.prim.execute(onednn::stream(), c.from, c.to);
   }
   std::unordered_map<int, memory> args_;
-  std::vector<Conversion> wei_reorders_;  // goihw weights -> oneDNN's layout
-  std::vector<Conversion> act_reorders_;  // NCHW activations -> oneDNN's layout
-  std::vector<Conversion> out_reorders_;  // oneDNN's layout -> NCHW/goihw outputs
-  std::vector<Tensor> views_;             // the outputs, in NCHW/goihw
+  std::vector<Conversion> wei_reorders_;     // goihw weights -> oneDNN's layout
+  std::vector<Conversion> act_reorders_;     // NCHW activations -> oneDNN's layout
+  std::vector<Conversion> out_reorders_;     // oneDNN's layout -> NCHW/goihw outputs
+  std::vector<Tensor> views_;                // the outputs, in NCHW/goihw
+  std::vector<std::vector<uint8_t>> typed_;  // typed NCHW activations and outputs
+  std::vector<memory> out_users_;            // the outputs' NCHW/goihw memories
   size_t ws_ = 0;
 };
 

@@ -50,6 +50,36 @@ std::string effective_isa() {
   }
 }
 
+dnnl::memory::data_type data_type(DataType::In in, bool source) {
+  using dt = dnnl::memory::data_type;
+  switch (in) {
+    case DataType::f32:
+      return dt::f32;
+    case DataType::bf16:
+      return dt::bf16;
+    case DataType::f16:
+      return dt::f16;
+    case DataType::u8s8:
+      return source ? dt::u8 : dt::s8;
+  }
+  return dt::undef;
+}
+
+dnnl::memory::data_type data_type(DataType::Out out) {
+  using dt = dnnl::memory::data_type;
+  switch (out) {
+    case DataType::out_f32:
+      return dt::f32;
+    case DataType::out_bf16:
+      return dt::bf16;
+    case DataType::out_f16:
+      return dt::f16;
+    case DataType::out_s8:
+      return dt::s8;
+  }
+  return dt::undef;
+}
+
 void rethrow(const dnnl::error& e, const std::string& what) {
   if (e.status == dnnl_unimplemented) throw Unsupported(what + ": " + e.what());
   throw RuntimeError(what + ": oneDNN error (status " + std::to_string(static_cast<int>(e.status)) +

@@ -198,7 +198,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void pack_a(
   }
 }
 
-// op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) into one sliver (NR columns per group).
+// op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) into one sliver (NR columns per group). Whole
+// groups of whole slivers are moved by vector shuffles (op(B) = B: the 8 x 8 word transposes;
+// op(B) = B^T, an im2col buffer's rows: G rows interleaved), the rest element by element.
 template <class Tr>
 void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t kc, int64_t c0,
             int nv, typename Tr::TB* dst) {
@@ -211,6 +213,26 @@ void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t 
     g0 = full;
     for (int64_t g = 0; g < full && nv < kNr; ++g)
       std::memset(dst + (g * kNr + nv) * G, 0, (kNr - nv) * G * sizeof(T));
+  } else if (tb && nv == kNr) {  // row p of op(B) contiguous: interleave G rows of 8 columns
+    for (int64_t g = 0; g < full; ++g) {
+      const T* r = b + (p0 + g * G) * ldb + c0;
+      __m128i lo, hi;
+      if constexpr (G == 2) {
+        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
+        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + ldb));
+        lo = _mm_unpacklo_epi16(x0, x1), hi = _mm_unpackhi_epi16(x0, x1);
+      } else {
+        const __m128i x0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r));
+        const __m128i x1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + ldb));
+        const __m128i x2 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + 2 * ldb));
+        const __m128i x3 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + 3 * ldb));
+        const __m128i a = _mm_unpacklo_epi8(x0, x1), c = _mm_unpacklo_epi8(x2, x3);
+        lo = _mm_unpacklo_epi16(a, c), hi = _mm_unpackhi_epi16(a, c);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + g * kNr * G), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + g * kNr * G) + 1, hi);
+    }
+    g0 = full;
   }
   for (int64_t g = g0; g < ng; ++g)
     for (int j = 0; j < kNr; ++j)
@@ -252,7 +274,7 @@ void driver(const LowpGemm& g) {
   const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   const int64_t mc_max = std::max<int64_t>(kMr, l2 / 2 / (kcp_max * sizeof(TA)) / kMr * kMr);
   const int64_t nc_max = std::max<int64_t>(kNr, l3 / 4 / (kcp_max * sizeof(TB)) / kNr * kNr);
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int nt = gemm_threads(m, n, k);
   const int64_t n_sl = ceil_div(m, kMr);
   const int64_t n_ic = std::min(n_sl, ceil_div(ceil_div(m, mc_max), nt) * nt);
   const int64_t mc = ceil_div(n_sl, n_ic) * kMr;
@@ -279,11 +301,18 @@ void driver(const LowpGemm& g) {
   float* pn = panel ? scratch<float>(panel_buf, m * std::min(n, nc_max)) : nullptr;
   const auto out_size = static_cast<size_t>(g.dt.out_bytes());
 
+  // A thread that cannot grow its buffers still passes every barrier; once one failed, no thread
+  // computes, and the error is rethrown after the region.
+  RegionErrors errors;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     static thread_local std::vector<uint8_t> a_buf, comp_buf;
-    TA* ap_own = split_rows ? scratch<TA>(a_buf, mc * kcp_max) : nullptr;
-    int32_t* comp_own = split_rows && quant ? scratch<int32_t>(comp_buf, mc) : nullptr;
+    TA* ap_own = nullptr;
+    int32_t* comp_own = nullptr;
+    errors.run([&] {
+      if (split_rows) ap_own = scratch<TA>(a_buf, mc * kcp_max, true);
+      if (split_rows && quant) comp_own = scratch<int32_t>(comp_buf, mc, true);
+    });
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, kNr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
@@ -337,6 +366,7 @@ void driver(const LowpGemm& g) {
         if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
+            if (errors.failed()) continue;
             const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
             const int64_t ic = s0 * kMr, mcv = std::min(s1 * kMr, m) - ic;
             for (int64_t s = 0; s < ceil_div(mcv, kMr); ++s)
@@ -358,6 +388,7 @@ void driver(const LowpGemm& g) {
       }
     }
   }
+  errors.rethrow();
 }
 
 }  // namespace
@@ -369,6 +400,9 @@ void gemm_packed_lowp(const LowpGemm& g) {
   if (!why.empty()) throw Unsupported(why);
   if (g.m <= 0 || g.n <= 0 || g.k <= 0)
     throw InputError("gemm", "cpu/packed reduced precision needs m, n, k >= 1");
+  if (g.a_packed &&
+      (g.a_packed->dt.in != g.dt.in || g.a_packed->m != g.m || g.a_packed->k != g.k || g.ta))
+    throw RuntimeError("cpu/packed reduced precision: the packed A is of another type or shape");
 #ifdef PB_X86
   if (g.dt.in == DataType::bf16)
     lowp::driver<lowp::Bf16>(g);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "kernels/core/dtype.h"
@@ -13,6 +14,27 @@ namespace pb {
 
 // Why cpu/packed cannot run `dt` on this CPU (under PRIMBENCH_SIMD), or "" when it can.
 std::string gemm_packed_lowp_unsupported(const DataType& dt);
+
+// A (op(A) = A: m x k, lda) interleaved once into the blocks the in-place path's kernels read,
+// for an A that many GEMMs of few columns multiply (an RNN's recurrent weights, every step):
+// given as LowpGemm::a_packed, it replaces that path's per-call interleave and row sums (the
+// packed path, for more than 64 columns, reads LowpGemm::a as before). 64-byte aligned.
+class LowpPackedA {
+ public:
+  LowpPackedA() = default;
+  LowpPackedA(const DataType& dt, int64_t m, int64_t k, const void* a, int64_t lda);
+  const void* blocks() const { return data_.get() ? data_.get() + head_ : nullptr; }
+  const void* row_sums() const { return data_.get() ? data_.get() + sums_ : nullptr; }
+  DataType dt;
+  int64_t m = 0, k = 0;
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], Free> data_;
+  size_t head_ = 0, sums_ = 0;
+};
 
 // Column-major, BLAS semantics, as sgemm_packed. A: bf16 (uint16_t) or s8 (int8_t, the
 // weights); B: bf16 or u8 (uint8_t, the source); C: f32 (float), bf16 (uint16_t) or s8
@@ -32,6 +54,7 @@ struct LowpGemm {
   const float* a_scale = nullptr;  // u8s8: m values
   float b_scale = 1, c_scale = 1;
   int32_t b_zero = 0;
+  const LowpPackedA* a_packed = nullptr;  // A already interleaved (same dt, m, k), or nullptr
 };
 void gemm_packed_lowp(const LowpGemm& g);
 

@@ -3,7 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -145,6 +147,27 @@ using ColsFn = void (*)(const __m512i*, int64_t, const int32_t*, int64_t, __m512
 
 }  // namespace
 
+// The packed blocks of a (LowpPackedA), each 64-row block's groups over the whole sum in the
+// interleave's order, then (u8s8) every block's 4 vectors of row sums.
+template <class Tr>
+void pack_blocks(const void* a, int64_t lda, int64_t m, int64_t k, __m512i* out, __m512i* sums) {
+  constexpr int G = Tr::G;
+  const int64_t ng = ceil_div(k, G), blocks = ceil_div(m, kDirectRows);
+#pragma omp parallel for schedule(static)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t r0 = blk * kDirectRows;
+    const int mv = static_cast<int>(std::min<int64_t>(kDirectRows, m - r0));
+    __m512i* u = out + blk * ng * 4;
+    if constexpr (G == 4) {
+      __m512i* s = sums + blk * 4;
+      for (int q = 0; q < 4; ++q) s[q] = _mm512_setzero_si512();
+      interleave_u8s8(static_cast<const int8_t*>(a) + r0, lda, k, mv, 0, ng * G, u, s);
+    } else {
+      interleave_bf16(static_cast<const uint16_t*>(a) + r0, lda, k, mv, 0, ng * G, u);
+    }
+  }
+}
+
 template <class Tr>
 void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
   using TB = typename Tr::TB;
@@ -173,15 +196,37 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
   const int64_t n_cg = ceil_div(g.n, kDirectCols);
   const int64_t blocks = ceil_div(g.m, kDirectRows);
   const int threads = static_cast<int>(std::min<int64_t>(nt, blocks));
+  if (g.a_packed) {
+    // A packed once: each block's whole sum at once, its states in registers from the first
+    // group to the store.
+    const __m512i* pa = static_cast<const __m512i*>(g.a_packed->blocks());
+    const __m512i* ps = static_cast<const __m512i*>(g.a_packed->row_sums());
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t r0 = blk * kDirectRows;
+      const int mv = static_cast<int>(std::min<int64_t>(kDirectRows, g.m - r0));
+      __m512i st[kDirectCols * 4];
+      for (int64_t cg = 0; cg < n_cg; ++cg) {
+        const int nv = static_cast<int>(std::min<int64_t>(kDirectCols, g.n - cg * kDirectCols));
+        cols[nv - 1](pa + blk * ng * 4, ng, bw + cg * kDirectCols, ldw, st, true);
+        direct_store<G>(g, st, G == 4 ? ps + blk * 4 : nullptr, nv, cg * kDirectCols, scale, beta_c,
+                        r0, mv);
+      }
+    }
+    return;
+  }
+  // No barrier inside: a thread that cannot grow its buffers skips its blocks, and the error is
+  // rethrown after the region.
+  RegionErrors errors;
 #pragma omp parallel num_threads(threads) if (threads > 1)
-  {
+  errors.run([&] {
     const int t = omp_get_thread_num(), tn = omp_get_num_threads();
     const int64_t b0 = blocks * t / tn, b1 = blocks * (t + 1) / tn;
     // Per block: 4 vectors per column of C, and 4 of row sums (u8s8).
     const int64_t per_block = n_cg * kDirectCols * 4 + 4;
     static thread_local std::vector<uint8_t> state_buf, u_buf;
-    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block);
-    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4);
+    __m512i* state = scratch<__m512i>(state_buf, (b1 - b0) * per_block, true);
+    __m512i* u = scratch<__m512i>(u_buf, ceil_div(kc, G) * 4, true);
     for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
       const int64_t p1 = std::min(g.k, p0 + kc), ngc = ceil_div(p1 - p0, G);
       const bool first = p0 == 0, last = p1 == g.k;
@@ -205,12 +250,40 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
         }
       }
     }
-  }
+  });
+  errors.rethrow();
 }
 
 template void direct<Bf16>(const LowpGemm&, const float*, float, int);
 template void direct<U8s8>(const LowpGemm&, const float*, float, int);
 
 }  // namespace pb::lowp
+
+namespace pb {
+
+void LowpPackedA::Free::operator()(uint8_t* p) const {
+  std::free(p);
+}
+
+LowpPackedA::LowpPackedA(const DataType& type, int64_t rows, int64_t cols, const void* a,
+                         int64_t lda)
+    : dt(type), m(rows), k(cols) {
+  const int G = dt.in == DataType::u8s8 ? 4 : 2;
+  const int64_t blocks = lowp::ceil_div(m, lowp::kDirectRows), ng = lowp::ceil_div(k, G);
+  const size_t vec = sizeof(__m512i);
+  head_ = 0;
+  sums_ = static_cast<size_t>(blocks * ng * 4) * vec;
+  const size_t bytes = sums_ + static_cast<size_t>(blocks * 4) * vec;
+  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
+  if (!data_) throw std::bad_alloc();
+  __m512i* out = reinterpret_cast<__m512i*>(data_.get());
+  __m512i* sums = reinterpret_cast<__m512i*>(data_.get() + sums_);
+  if (G == 4)
+    lowp::pack_blocks<lowp::U8s8>(a, lda, m, k, out, sums);
+  else
+    lowp::pack_blocks<lowp::Bf16>(a, lda, m, k, out, sums);
+}
+
+}  // namespace pb
 #pragma GCC diagnostic pop
 #endif

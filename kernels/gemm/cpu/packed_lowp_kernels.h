@@ -1,14 +1,18 @@
 // Internal to cpu/packed's reduced-precision GEMM (packed_lowp.cpp: the packed loop nest;
 // packed_lowp_direct.cpp: the in-place path for few columns): the element types, the cache
-// scratch, the group dot product and the epilogue their micro-kernels share. x86 AVX-512 only;
-// include it between the includer's diagnostic push and pop (GCC 12's false maybe-uninitialized
-// reports on its own intrinsics).
+// scratch, the group dot product and the epilogue their micro-kernels share. The group dot
+// product (dot, Acc) also serves cpu/direct's reduced-precision convolution tiles. x86 AVX-512
+// only; include it between the includer's diagnostic push and pop (GCC 12's false
+// maybe-uninitialized reports on its own intrinsics).
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <new>
 #include <vector>
+
+#include "kernels/core/threads.h"
 
 #include "kernels/gemm/cpu/packed_lowp.h"
 
@@ -21,9 +25,13 @@ inline int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 // A 64-byte aligned area of `count` T in `v`, grown as needed.
+// in_region: grown inside a parallel region (where PRIMBENCH_INJECT_BAD_ALLOC=scratch fails it).
 template <class T>
-T* scratch(std::vector<uint8_t>& v, size_t count) {
-  if (v.size() < count * sizeof(T) + 64) v.resize(count * sizeof(T) + 64);
+T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
+  if (v.size() < count * sizeof(T) + 64) {
+    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
+    v.resize(count * sizeof(T) + 64);
+  }
   const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
   return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }

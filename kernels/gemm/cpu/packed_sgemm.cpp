@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,6 +25,7 @@
 #endif
 
 #include "kernels/core/machine.h"
+#include "kernels/core/threads.h"
 #include "kernels/core/vmath.h"
 
 namespace pb {
@@ -346,8 +348,12 @@ const Config& config() {
 }
 
 // A 64-byte aligned scratch area of this thread, grown as needed (no allocation once warm).
-float* scratch(std::vector<float>& v, size_t floats) {
-  if (v.size() < floats + 16) v.resize(floats + 16);
+// in_region: grown inside a parallel region (where PRIMBENCH_INJECT_BAD_ALLOC=scratch fails it).
+float* scratch(std::vector<float>& v, size_t floats, bool in_region = false) {
+  if (v.size() < floats + 16) {
+    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
+    v.resize(floats + 16);
+  }
   const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
@@ -469,6 +475,11 @@ std::string sgemm_packed_config() {
          std::to_string(c.kc) + " mc " + std::to_string(c.mc) + " nc " + std::to_string(c.nc);
 }
 
+int gemm_threads(int64_t m, int64_t n, int64_t k) {
+  if (omp_in_parallel() || 2.0 * m * n * k < double(1 << 21)) return 1;
+  return omp_get_max_threads();
+}
+
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
@@ -477,8 +488,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     return;
   }
   const Config& cf = config();
-  // One level of threads: a call from inside a parallel region runs on its calling thread.
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
   if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
@@ -503,10 +513,14 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool direct_a = !ta && n <= kDirectMaxN;
   float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
 
+  // A thread that cannot grow its A block still passes every barrier; once one failed, no
+  // thread computes, and the error is rethrown after the region.
+  RegionErrors errors;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     static thread_local std::vector<float> a_buf;
-    float* ap_own = split_rows ? scratch(a_buf, static_cast<size_t>(mc) * kc_max) : nullptr;
+    float* ap_own = nullptr;
+    if (split_rows) errors.run([&] { ap_own = scratch(a_buf, size_t(mc) * kc_max, true); });
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
@@ -533,6 +547,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
           // sliver is packed (reading 48 rows there would pass the end of A).
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
+            if (errors.failed()) continue;
             int64_t ic, mcv;
             block_rows(blk, &ic, &mcv);
             const int64_t n_ir = ceil_div(mcv, mr);
@@ -551,6 +566,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
         } else if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t blk = 0; blk < n_ic; ++blk) {
+            if (errors.failed()) continue;
             int64_t ic, mcv;
             block_rows(blk, &ic, &mcv);
             pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, ceil_div(mcv, mr), ap_own);
@@ -571,6 +587,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
       }
     }
   }
+  errors.rethrow();
 }
 
 }  // namespace pb

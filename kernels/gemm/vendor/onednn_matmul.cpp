@@ -13,45 +13,17 @@ namespace {
 
 using dnnl::memory;
 
-memory::data_type dnnl_type(DataType::In in, bool source) {
-  switch (in) {
-    case DataType::f32:
-      return memory::data_type::f32;
-    case DataType::bf16:
-      return memory::data_type::bf16;
-    case DataType::f16:
-      return memory::data_type::f16;
-    case DataType::u8s8:
-      return source ? memory::data_type::u8 : memory::data_type::s8;
-  }
-  return memory::data_type::undef;
-}
-
-memory::data_type dnnl_type(DataType::Out out) {
-  switch (out) {
-    case DataType::out_f32:
-      return memory::data_type::f32;
-    case DataType::out_bf16:
-      return memory::data_type::bf16;
-    case DataType::out_f16:
-      return memory::data_type::f16;
-    case DataType::out_s8:
-      return memory::data_type::s8;
-  }
-  return memory::data_type::undef;
-}
-
 struct MatmulDescs {
   memory::desc src, wei, dst;
 };
 
 MatmulDescs matmul_descs(const GemmDesc& d) {
   const memory::dim M = d.m, N = d.n, K = d.k;
-  return {memory::desc({N, K}, dnnl_type(d.dt.in, true),
+  return {memory::desc({N, K}, onednn::data_type(d.dt.in, true),
                        d.tb ? memory::dims{1, d.ldb} : memory::dims{d.ldb, 1}),
-          memory::desc({K, M}, dnnl_type(d.dt.in, false),
+          memory::desc({K, M}, onednn::data_type(d.dt.in, false),
                        d.ta ? memory::dims{1, d.lda} : memory::dims{d.lda, 1}),
-          memory::desc({N, M}, dnnl_type(d.dt.out), memory::dims{d.ldc, 1})};
+          memory::desc({N, M}, onednn::data_type(d.dt.out), memory::dims{d.ldc, 1})};
 }
 
 // alpha (and u8s8's scales: one per column of the row-major N x M dst, i.e. per row of C) as

@@ -2,7 +2,7 @@
 // recurrent weights for all gates (OpenBLAS) and one fused pointwise pass (OpenMP + SIMD).
 // Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
 // are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
-// third.
+// third. A reduced data type (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
 #include "kernels/gemm/cpu/sgemm.h"
+#include "kernels/rnn/cpu/blas_lowp.h"
 #include "kernels/rnn/cpu/pointwise.h"
 #include "kernels/rnn/rnn.h"
 
@@ -41,12 +42,21 @@ Tensor copy_of(const std::vector<float>& v, const Dims& dims) {
 class RnnCpuBlas : public StagedRnn {
  public:
   std::string name() const override { return "cpu/blas"; }
-  Support supports(const RnnDesc&, Dir dir) const override {
-    return dir == Dir::fwd || dir == Dir::bwd ? Support::yes() : Support::no("rnn runs fwd or bwd");
+  Support supports(const RnnDesc& d, Dir dir) const override {
+    if (dir != Dir::fwd && dir != Dir::bwd) return Support::no("rnn runs fwd or bwd");
+    if (d.dt.is_f32()) return Support::yes();
+    const std::string why = rnn_blas_lowp_unsupported(d, dir);
+    return why.empty() ? Support::yes() : Support::no(why);
   }
 
   void plan(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     d_ = d, dir_ = dir;
+    lowp_.reset();
+    if (!d.dt.is_f32()) {
+      lowp_ = make_rnn_blas_lowp(d);
+      lowp_->plan(d, dir, in);
+      return;
+    }
     // OpenBLAS (pthreads) and OpenMP each keep their workers spinning after a parallel region;
     // alternating them every step makes the two pools fight for the cores (the recurrent part
     // ran 2.3x the GEMMs alone on 2 cores). So the per-step pointwise pass runs SIMD on the
@@ -104,12 +114,18 @@ class RnnCpuBlas : public StagedRnn {
     runs_ = 0;
   }
 
-  void run() override { dir_ == Dir::fwd ? forward() : backward(); }
+  void run() override {
+    if (lowp_) return lowp_->run();
+    dir_ == Dir::fwd ? forward() : backward();
+  }
+  // A reduced type's plan() converts the source into its type: new contents need a new plan.
+  bool reads_inputs_in_place() const override { return !lowp_; }
 
   void run_forward() override { forward(); }
   bool is_backward() const override { return dir_ == Dir::bwd; }
 
   std::vector<Tensor> result() override {
+    if (lowp_) return lowp_->result();
     std::vector<Tensor> out;
     const int64_t NH = d_.n * d_.h;
     if (dir_ == Dir::fwd) {
@@ -128,11 +144,13 @@ class RnnCpuBlas : public StagedRnn {
   }
 
   size_t workspace_bytes() const override {
+    if (lowp_) return lowp_->workspace_bytes();
     return 4 * (wt_.size() + rt_.size() + xp_.size() + hs_.size() + cs_.size() + hr_.size() +
                 rh_.size() + gw_.size() + gr_.size());
   }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
+    if (lowp_) return lowp_->extra_counters();
     const double total = first_ms_ + recurrent_ms_ + last_ms_;
     std::vector<std::pair<std::string, double>> v = {
         {"recurrent_ms", recurrent_ms_},
@@ -150,6 +168,7 @@ class RnnCpuBlas : public StagedRnn {
  private:
   // What derives from the weights: W^T and R^T.
   void load_weights() override {
+    if (lowp_) return lowp_->weights();
     double t0 = now_seconds();
     transpose(w_->data(), d_.gh(), d_.i, wt_.data());
     transpose(r_->data(), d_.gh(), d_.h, rt_.data());
@@ -157,6 +176,7 @@ class RnnCpuBlas : public StagedRnn {
   }
   // The initial states into the state sequences.
   void load_states() override {
+    if (lowp_) return lowp_->reorder_in();
     const int64_t N = d_.n, H = d_.h;
     std::copy(h0_->data(), h0_->data() + N * H, hs_.begin());
     if (c0_) std::copy(c0_->data(), c0_->data() + N * H, cs_.begin());
@@ -280,6 +300,7 @@ class RnnCpuBlas : public StagedRnn {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
+  std::unique_ptr<RnnImpl> lowp_;  // dt != f32
   const Tensor *x_ = nullptr, *h0_ = nullptr, *c0_ = nullptr, *w_ = nullptr, *r_ = nullptr,
                *b_ = nullptr, *dy_ = nullptr;
   std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;

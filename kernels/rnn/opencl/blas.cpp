@@ -40,6 +40,9 @@ class RnnOclBlas : public StagedRnn {
   std::string name() const override { return "ocl/blas"; }
   Support supports(const RnnDesc& d, Dir dir) const override {
     if (dir != Dir::fwd && dir != Dir::bwd) return Support::no("rnn runs fwd or bwd");
+    if (!d.dt.is_f32())
+      return Support::no("dt " + d.dt.str() + ": ocl/blas runs fp32 only (CLBlast's SGEMM and " +
+                         "fp32 pointwise kernels)");
     if (static_cast<double>(d.t) * d.n * std::max(d.gh(), d.i) > 2e9)
       return Support::no("sequence tensors exceed 32-bit int offsets");
     return Support::yes();

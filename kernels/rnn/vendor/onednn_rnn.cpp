@@ -2,7 +2,8 @@
 // backward. Weights are reordered from our gate-major layout (ldgoi) into the formats oneDNN
 // picks in weights() (reported as convert_ms); the backward's forward runs in forward_state(),
 // its dW and dR come back to our layout in reorder_out(). Outputs are host tensors oneDNN
-// writes in place; the backward's gradient w.r.t. x is oneDNN's diff_src_layer.
+// writes in place; the backward's gradient w.r.t. x is oneDNN's diff_src_layer. A reduced data
+// type (dt=bf16, u8s8) runs onednn_rnn_lowp.cpp's forward inference instead.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "kernels/core/error.h"
 #include "kernels/core/problem.h"
 #include "kernels/rnn/rnn.h"
+#include "kernels/rnn/vendor/onednn_rnn_lowp.h"
 #include "kernels/vendor_onednn.h"
 
 namespace pb {
@@ -24,11 +26,20 @@ constexpr auto kL2R = dnnl::rnn_direction::unidirectional_left2right;
 class RnnOnednn : public RnnImpl {
  public:
   std::string name() const override { return "onednn/auto"; }
-  Support supports(const RnnDesc&, Dir dir) const override {
-    return dir == Dir::fwd || dir == Dir::bwd ? Support::yes() : Support::no("rnn runs fwd or bwd");
+  Support supports(const RnnDesc& d, Dir dir) const override {
+    if (dir != Dir::fwd && dir != Dir::bwd) return Support::no("rnn runs fwd or bwd");
+    if (d.dt.is_f32()) return Support::yes();
+    const std::string why = rnn_onednn_lowp_unsupported(d, dir);
+    return why.empty() ? Support::yes() : Support::no(why);
   }
 
   void plan(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    lowp_.reset();
+    if (!d.dt.is_f32()) {
+      lowp_ = make_rnn_onednn_lowp();
+      lowp_->plan(d, dir, in);
+      return;
+    }
     try {
       prepare_dnnl(d, dir, in);
     } catch (const dnnl::error& e) {
@@ -38,6 +49,7 @@ class RnnOnednn : public RnnImpl {
 
   // Weights from our gate-major layout (ldgoi) into the formats oneDNN picked.
   void weights() override {
+    if (lowp_) return lowp_->weights();
     const double t0 = now_seconds();
     execute(wei_reorders_);
     onednn::stream().wait();
@@ -50,6 +62,7 @@ class RnnOnednn : public RnnImpl {
     onednn::stream().wait();
   }
   void run() override {
+    if (lowp_) return lowp_->run();
     auto& s = onednn::stream();
     if (dir_ == Dir::fwd) {
       fwd_.execute(s, fwd_args_);
@@ -65,14 +78,21 @@ class RnnOnednn : public RnnImpl {
   const Tensor* output_view(size_t i) const override {
     return i < outs_.size() ? &outs_[i] : nullptr;
   }
+  // A reduced type's plan() converts the data into its type: new contents need a new plan.
+  bool reads_inputs_in_place() const override { return !lowp_; }
   std::vector<Tensor> result() override {
+    if (lowp_) return lowp_->result();
     std::vector<Tensor> out;
     for (const Tensor& t : outs_) out.push_back(t.clone());
     return out;
   }
 
-  size_t workspace_bytes() const override { return ws_.get(true) ? ws_.get_desc().get_size() : 0; }
+  size_t workspace_bytes() const override {
+    if (lowp_) return lowp_->workspace_bytes();
+    return ws_.get(true) ? ws_.get_desc().get_size() : 0;
+  }
   std::vector<std::pair<std::string, double>> extra_counters() const override {
+    if (lowp_) return lowp_->extra_counters();
     return {{"convert_ms", convert_ms_}};
   }
 
@@ -237,6 +257,7 @@ class RnnOnednn : public RnnImpl {
 
   RnnDesc d_;
   Dir dir_ = Dir::fwd;
+  std::unique_ptr<RnnImpl> lowp_;  // dt != f32
   dnnl::primitive fwd_, bwd_;
   std::unordered_map<int, memory> fwd_args_, bwd_args_;
   memory dst_layer_, dst_iter_c_, ws_, dw_, dr_;

@@ -1,0 +1,116 @@
+// cpu/im2col's forward in a reduced type (im2col_cols.h, LowpFwd): the column copy of the typed
+// source, cpu/packed's reduced-precision GEMM (kernels/gemm/cpu/packed_lowp.h) with the output
+// channels as rows, and a tiled transpose of its pixel-major result to NCHW.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/conv/cpu/im2col_cols.h"
+#include "kernels/gemm/cpu/packed_lowp.h"
+
+namespace pb::im2col {
+
+namespace {
+
+// dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols, elements of `bytes` bytes (1, 2, 4);
+// OpenMP over tiles of 32 x 32 when `par`.
+template <class T>
+void transpose_tiles(const T* src, int64_t ss, int64_t rows, int64_t cols, T* dst, int64_t ds,
+                     bool par) {
+  constexpr int64_t kTile = 32;
+  const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t bc = 0; bc < tc; ++bc)
+    for (int64_t br = 0; br < tr; ++br) {
+      const int64_t r1 = std::min(rows, (br + 1) * kTile), c1 = std::min(cols, (bc + 1) * kTile);
+      for (int64_t c = bc * kTile; c < c1; ++c)
+        for (int64_t r = br * kTile; r < r1; ++r) dst[c * ds + r] = src[r * ss + c];
+    }
+}
+
+void transpose(const void* src, int64_t ss, int64_t rows, int64_t cols, void* dst, int64_t ds,
+               size_t bytes, bool par) {
+  if (bytes == 4)
+    transpose_tiles(static_cast<const uint32_t*>(src), ss, rows, cols, static_cast<uint32_t*>(dst),
+                    ds, par);
+  else if (bytes == 2)
+    transpose_tiles(static_cast<const uint16_t*>(src), ss, rows, cols, static_cast<uint16_t*>(dst),
+                    ds, par);
+  else
+    transpose_tiles(static_cast<const uint8_t*>(src), ss, rows, cols, static_cast<uint8_t*>(dst),
+                    ds, par);
+}
+
+}  // namespace
+
+void LowpFwd::prepare(const ConvDesc& d) {
+  d_ = d;
+  c_ = plan_chunks(d);
+  const int64_t k = d.icg() * d.kh * d.kw, ncol = c_.nb * d.oh * d.ow;
+  const int64_t copies = c_.per_thread ? c_.threads : 1;
+  col_slot_ = c_.no_copy ? 0 : static_cast<int64_t>(k * ncol * d.dt.in_bytes());
+  tmp_slot_ = static_cast<int64_t>(d.ocg() * ncol * d.dt.out_bytes());
+  // 64 bytes between slots, so that two threads never share a cache line.
+  col_slot_ = (col_slot_ + 63) / 64 * 64, tmp_slot_ = (tmp_slot_ + 63) / 64 * 64;
+  col_.assign(static_cast<size_t>(copies * col_slot_), 0);
+  tmp_.assign(static_cast<size_t>(copies * tmp_slot_), 0);
+}
+
+void LowpFwd::run(const void* src, const void* wei, const QuantParams& q, void* out) {
+  for_chunks(d_.mb, c_.nb, c_.per_thread, [&](int64_t n0, int slot, bool par) {
+    chunk(n0, src, wei, q, out, col_.data() + slot * col_slot_, tmp_.data() + slot * tmp_slot_,
+          par);
+  });
+}
+
+void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantParams& q, void* out,
+                    void* col, void* tmp, bool par) const {
+  const ConvDesc& d = d_;
+  const bool quant = d.dt.integer();
+  const int64_t ohw = d.oh * d.ow, ihw = d.ih * d.iw, k = d.icg() * d.kh * d.kw;
+  const int64_t nb = std::min(c_.nb, d.mb - n0), ncol = nb * ohw;
+  const auto in_size = static_cast<int64_t>(d.dt.in_bytes());
+  const auto out_size = static_cast<int64_t>(d.dt.out_bytes());
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* o = static_cast<uint8_t*>(out);
+  auto* t = static_cast<uint8_t*>(tmp);
+  for (int64_t gi = 0; gi < d.g; ++gi) {
+    const uint8_t* img = s + (n0 * d.ic + gi * d.icg()) * ihw * in_size;
+    LowpGemm g;
+    g.dt = d.dt;
+    g.ta = g.tb = true;  // A: the weights (ocg x k, rows contiguous); B: col (k x ncol)
+    g.m = d.ocg();
+    g.k = k;
+    g.a = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size;
+    g.lda = k;
+    g.ldc = d.ocg();
+    g.alpha = 1, g.beta = 0;
+    if (quant) {
+      g.a_scale = q.wei_scale.data() + gi * d.ocg();
+      g.b_scale = q.src_scale, g.b_zero = q.src_zero, g.c_scale = q.dst_scale;
+    }
+    if (c_.no_copy) {  // 1x1, stride 1, unpadded: each image is its own k x ohw matrix
+      for (int64_t i = 0; i < nb; ++i) {
+        g.b = img + i * d.ic * ihw * in_size;
+        g.ldb = g.n = ohw;
+        g.c = t + i * ohw * d.ocg() * out_size;
+        gemm_packed_lowp(g);
+      }
+    } else {
+      if (quant)
+        im2col(d, img, nb, ncol, static_cast<uint8_t*>(col), par, static_cast<uint8_t>(q.src_zero));
+      else
+        im2col(d, reinterpret_cast<const uint16_t*>(img), nb, ncol, static_cast<uint16_t*>(col),
+               par);
+      g.b = col;
+      g.ldb = g.n = ncol;
+      g.c = t;
+      gemm_packed_lowp(g);
+    }
+    for (int64_t i = 0; i < nb; ++i)
+      transpose(t + i * ohw * d.ocg() * out_size, d.ocg(), ohw, d.ocg(),
+                o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size, ohw,
+                static_cast<size_t>(out_size), par);
+  }
+}
+
+}  // namespace pb::im2col

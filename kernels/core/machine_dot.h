@@ -1,0 +1,18 @@
+// The machine probe's passes over the dot-product instructions of the reduced data types
+// (machine_dot.cpp): bf16 pairs into fp32 (vdpbf16ps), u8 x s8 quadruples into int32 (vpdpbusd).
+#pragma once
+
+namespace pb::probe {
+
+enum class Dot { bf16, u8s8 };
+
+struct DotPass {
+  double ops = 0;        // operations per second, all threads (2 per product), 0: no such unit
+  double cpu_share = 1;  // the least CPU time a thread got over the wall time of its loop
+};
+
+bool has_dot(Dot kind);    // whether this CPU has the instruction
+long dot_iters(Dot kind);  // loop iterations for a pass of about 10 ms
+DotPass dot_pass(Dot kind, int nthreads, long iters);
+
+}  // namespace pb::probe
