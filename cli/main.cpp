@@ -18,7 +18,7 @@ const char* kUsage =
     "best|first|<algo>]\n"
     "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"
     "                     [--find-cache FILE|off] [--busbw GB/s | --allreduce-json F[,F..]]\n"
-    "                     [--seed S] [--check] [--composed]\n"
+    "                     [--seed S] [--check] [--composed] [--dt bf16|u8s8]\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"
     "             3 the implementation is unavailable or does not support the shape\n";
 

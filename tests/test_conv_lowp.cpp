@@ -40,9 +40,9 @@ int check_all(const std::string& impl, const std::vector<std::string>& descs,
   return ran;
 }
 
-#define PB_RUN_OR_SKIP(impl, descs, ...)                                    \
-  do {                                                                      \
-    std::string why_not;                                                    \
+#define PB_RUN_OR_SKIP(impl, descs, ...)                                             \
+  do {                                                                               \
+    std::string why_not;                                                             \
     if (check_all(impl, descs, __VA_ARGS__, &why_not) == 0) GTEST_SKIP() << why_not; \
   } while (0)
 
@@ -92,8 +92,8 @@ TEST(ConvLowpSmoke, WinogradBf16TileEdges) {
   std::vector<std::string> descs;
   // Output sizes around the 2x2 and 4x4 tiles, channels around 16 (the interleave) and 32 (the
   // GEMM panel).
-  for (int64_t o : {1, 2, 3, 4, 5, 7, 8, 9}) descs.push_back("mb1ic4ih" + std::to_string(o) +
-                                                            "oc8kh3ph1");
+  for (int64_t o : {1, 2, 3, 4, 5, 7, 8, 9})
+    descs.push_back("mb1ic4ih" + std::to_string(o) + "oc8kh3ph1");
   for (int64_t c : {15, 16, 17, 31, 32, 33})
     descs.push_back("mb1ic" + std::to_string(c) + "ih6oc" + std::to_string(c) + "kh3ph1");
   PB_RUN_OR_SKIP("cpu/winograd_f2", descs, {"bf16", "bf16:bf16"});
