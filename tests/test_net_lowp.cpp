@@ -167,9 +167,9 @@ TEST(NetLowpSmoke, CliReportsAgainstFp32) {
   for (const char* bad : {"--dt u8s8 --train", "--dt int4", "--dt f16", "--dt u8s8 --check"}) {
     auto b = test::run_cli(std::string("net tiny_resnet --reps 1 ") + bad);
     EXPECT_EQ(b.status, 2) << bad << ": " << b.out;
-    EXPECT_NE(b.out.find(std::string(bad).find("--check") != std::string::npos ? "--check"
-                                                                                   : "--dt"),
-              std::string::npos)
+    EXPECT_NE(
+        b.out.find(std::string(bad).find("--check") != std::string::npos ? "--check" : "--dt"),
+        std::string::npos)
         << bad << ": " << b.out;
   }
 }

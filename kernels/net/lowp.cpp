@@ -91,8 +91,8 @@ const std::vector<const Tensor*>& Executor::Impl::add_typed(const std::string& l
     typed_inputs(Traits::kPrim, phase, dir, &q->acts, &q->weights);
     q->weights_version = &weights_version;
     if (!q->call->quantise(q->acts[0]))
-      throw RuntimeError(layer + " " + phase + ": " + q->call->info.impl +
-                         " runs dt " + t.dt.str() + " but cannot quantise its inputs again");
+      throw RuntimeError(layer + " " + phase + ": " + q->call->info.impl + " runs dt " +
+                         t.dt.str() + " but cannot quantise its inputs again");
     q->info.layer = layer, q->info.phase = phase + " quantise";
     q->info.impl = "native";
     q->info.note = "fp32 -> " + t.dt.in_str();
@@ -128,13 +128,14 @@ void Executor::Impl::calibrate_inputs() {
 
 NetCalibration Executor::calibration() const {
   if (p_->composition.rfind("fused", 0) == 0)
-    throw RuntimeError("calibration() reads the composed plan's activations; " +
-                       p_->net.name + " is fused (NetOptions::composed)");
+    throw RuntimeError("calibration() reads the composed plan's activations; " + p_->net.name +
+                       " is fused (NetOptions::composed)");
   p_->pull();
   NetCalibration c;
   for (const Impl::Calibration& b : p_->calib)
-    c.bnorm[p_->net.layers[b.layer].name] = {std::vector<float>(b.mean->data(), b.mean->data() + b.mean->size()),
-                                        std::vector<float>(b.var->data(), b.var->data() + b.var->size())};
+    c.bnorm[p_->net.layers[b.layer].name] = {
+        std::vector<float>(b.mean->data(), b.mean->data() + b.mean->size()),
+        std::vector<float>(b.var->data(), b.var->data() + b.var->size())};
   auto& r = c.input_ranges;
   const Network& n = p_->net;
   for (size_t l = 0; l < n.layers.size(); ++l) {
@@ -178,13 +179,13 @@ void check_net_dt(const DataType& dt, bool train, const std::string& backend,
   if (dt.in != DataType::bf16 && dt.in != DataType::u8s8)
     throw InputError(field, "networks run bf16 or u8s8, not " + dt.in_str());
   if (dt.out != DataType::out_f32)
-    throw InputError(field, "give the input type only (" + dt.in_str() +
-                                "): every layer's output stays fp32");
+    throw InputError(
+        field, "give the input type only (" + dt.in_str() + "): every layer's output stays fp32");
   if (dt.integer() && train)
     throw InputError(field, "u8s8 is inference: a training step runs in bf16 (or fp32)");
   if (backend == "ref")
-    throw InputError(field, "the ref backend computes in fp64 from fp32 tensors: no " +
-                                dt.in_str());
+    throw InputError(field,
+                     "the ref backend computes in fp64 from fp32 tensors: no " + dt.in_str());
 }
 
 std::string precision_summary(const DataType& dt, bool train) {
