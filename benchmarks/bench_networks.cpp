@@ -1,5 +1,7 @@
 // bench_networks: whole networks composed from the kernels (kernels/net), one benchmark per
-// (network, backend, policy, mode): net/<network>/<backend>/<policy>/<mode>. Each is planned
+// (network, backend, policy, mode): net/<network>/<backend>/<policy>/<mode>, or, in a reduced data
+// type (--primbench_dt=bf16,u8s8: convolution and fc layers in it), .../<mode>_<type> with the
+// top-1 agreement and normwise logit error against the fp32 network as counters. Each is planned
 // once (the `best` policy times every candidate on the first plan and caches the choice), then
 // every iteration is one inference pass or one training step, timed by hand. Under mpirun with
 // --primbench_ranks=P: data-parallel training across the P ranks instead (kernels/net/
@@ -26,6 +28,7 @@
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
 #include "kernels/net/dp_report.h"
+#include "kernels/net/precision.h"
 #include "kernels/net/report.h"
 #include "kernels/net/watchdog.h"
 
@@ -55,7 +58,7 @@ std::string nonempty(const std::string& flag, const std::string& v, const char* 
 
 struct Flags {
   std::vector<std::string> nets, backends = {"cpu", "onednn"}, policies = {"best"},
-                                 modes = {"infer", "train"};
+                                 modes = {"infer", "train"}, dts = {"f32"};
   bool only_default = false;
   int batch = 0;
   std::string find_cache, layers_dir;
@@ -94,6 +97,8 @@ Flags take_flags(int* argc, char** argv) {
       f.policies = split_list(val);
     else if (key == "--primbench_modes")
       f.modes = split_list(val);
+    else if (key == "--primbench_dt")
+      f.dts = split_list(val);
     else if (key == "--primbench_default")
       f.only_default = pb::bench::flag_bool(key, val);
     else if (key == "--primbench_batch")
@@ -130,7 +135,7 @@ Flags take_flags(int* argc, char** argv) {
     else
       throw pb::InputError(key,
                            "unknown flag (bench_networks: --primbench_nets, _backends, "
-                           "_policies, _modes, _default, _batch, _find_cache, _layers_dir, "
+                           "_policies, _modes, _dt, _default, _batch, _find_cache, _layers_dir, "
                            "_threads, _ranks, _allreduce, _overlap, _bucket_mb)");
   }
   *argc = out;
@@ -167,6 +172,10 @@ Flags take_flags(int* argc, char** argv) {
       throw pb::InputError("--primbench_layers_dir",
                            "cannot create '" + f.layers_dir + "': " + ec.message());
   }
+  for (const auto& t : f.dts)  // the grammar, and a type a network runs (u8s8: inference)
+    pb::check_net_dt(pb::DataType::parse(t, "--primbench_dt"), false, "cpu", "--primbench_dt");
+  if (f.ranks && (f.dts.size() != 1 || f.dts[0] != "f32"))
+    throw pb::InputError("--primbench_dt", "data-parallel training (--primbench_ranks) runs fp32");
   return f;
 }
 
@@ -175,9 +184,21 @@ int g_failures = 0;  // networks that failed to plan or run (FAIL rows): exit st
 void run(benchmark::State& st, const std::string& name, const pb::Network& net,
          const pb::NetOptions& opt, const std::string& layers_dir) {
   std::unique_ptr<pb::Executor> ex;
+  pb::PrecisionCheck prec;
   try {
+    // A reduced type: the fp32 network's first step first (same seed, weights and batch), then
+    // the typed network's first step (the warm-up) against it.
+    pb::Tensor f32_logits;
+    if (!opt.dt.is_f32()) {
+      pb::NetOptions f = opt;
+      f.dt = pb::DataType();
+      pb::Executor e32(net, f);
+      e32.step();
+      f32_logits = e32.output().clone();
+    }
     ex = std::make_unique<pb::Executor>(net, opt);
     ex->step();  // warm-up
+    if (!opt.dt.is_f32()) prec = pb::compare_logits(ex->output(), f32_logits, net.mb);
   } catch (const pb::Unsupported& e) {
     st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
     return;
@@ -218,6 +239,10 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
     st.counters["reorders"] = r.reorders;
   }
   st.counters["batch"] = static_cast<double>(net.batch());
+  if (!opt.dt.is_f32()) {
+    st.counters["top1_agree"] = prec.top1();
+    st.counters["logit_err"] = prec.logit_err;
+  }
   // Time per kind of layer in the breakdown step (the stacked bars of tools/plot): fc layers are
   // GEMMs; input, add and loss are "other".
   std::map<std::string, double> by_kind = {{"conv", 0}, {"gemm", 0}, {"pool", 0}, {"bnorm", 0},
@@ -376,33 +401,38 @@ int main(int argc, char** argv) {
       if (f.batch) net = net.with_batch(f.batch);
       for (const std::string& backend : f.backends)
         for (const std::string& policy : f.policies)
-          for (const std::string& mode : f.modes) {
-            if (f.only_default &&
-                std::find(kDefault.begin(), kDefault.end(), n + "/" + mode) == kDefault.end())
-              continue;
-            pb::NetOptions opt;
-            opt.backend = backend;
-            // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
-            // Policy "composed" (onednn): layer by layer through NCHW, not the fused plan.
-            if (policy == "composed" && backend != "onednn") continue;
-            std::string why;
-            if (policy != "composed" && !valid_policy(backend, policy, &why)) continue;
-            opt.composed = policy == "composed";
-            opt.policy =
-                backend == "onednn" && (policy == "best" || opt.composed) ? "first" : policy;
-            opt.train = mode == "train";
-            opt.find_cache = f.find_cache;
-            const std::string name = "net/" + net.name + "/" + backend + "/" +
-                                     (opt.composed ? "composed" : opt.policy) + "/" + mode;
-            const std::string dir = f.layers_dir;
-            registered.push_back(name);
-            benchmark::RegisterBenchmark(
-                name.c_str(),
-                [name, net, opt, dir](benchmark::State& st) { run(st, name, net, opt, dir); })
-                ->UseManualTime()
-                ->Unit(benchmark::kMillisecond)
-                ->Iterations(3);
-          }
+          for (const std::string& mode : f.modes)
+            for (const std::string& dt_text : f.dts) {
+              const pb::DataType dt = pb::DataType::parse(dt_text, "--primbench_dt");
+              if (f.only_default &&
+                  std::find(kDefault.begin(), kDefault.end(), n + "/" + mode) == kDefault.end())
+                continue;
+              pb::NetOptions opt;
+              opt.backend = backend;
+              // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
+              // Policy "composed" (onednn): layer by layer through NCHW, not the fused plan.
+              if (policy == "composed" && backend != "onednn") continue;
+              std::string why;
+              if (policy != "composed" && !valid_policy(backend, policy, &why)) continue;
+              opt.composed = policy == "composed";
+              opt.policy =
+                  backend == "onednn" && (policy == "best" || opt.composed) ? "first" : policy;
+              opt.train = mode == "train";
+              if (dt.integer() && opt.train) continue;  // u8s8 is inference
+              opt.dt = dt;
+              opt.find_cache = f.find_cache;
+              const std::string name = "net/" + net.name + "/" + backend + "/" +
+                                       (opt.composed ? "composed" : opt.policy) + "/" + mode +
+                                       (dt.is_f32() ? "" : "_" + dt.str());
+              const std::string dir = f.layers_dir;
+              registered.push_back(name);
+              benchmark::RegisterBenchmark(
+                  name.c_str(),
+                  [name, net, opt, dir](benchmark::State& st) { run(st, name, net, opt, dir); })
+                  ->UseManualTime()
+                  ->Unit(benchmark::kMillisecond)
+                  ->Iterations(3);
+            }
     }
     for (const auto& [k, v] : pb::environment_facts()) benchmark::AddCustomContext(k, v);
     if (f.batch) benchmark::AddCustomContext("primbench_batch", std::to_string(f.batch));

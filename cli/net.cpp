@@ -17,6 +17,7 @@
 #include "kernels/core/io.h"
 #include "kernels/core/threads.h"
 #include "kernels/environment.h"
+#include "kernels/net/precision.h"
 #include "kernels/net/report.h"
 
 namespace pb::cli {
@@ -77,8 +78,35 @@ int cmd_net(int argc, char** argv) {
     std::sort(per_p.begin(), per_p.end(),
               [](const Busbw& x, const Busbw& y) { return x.ranks < y.ranks; });
   }
-  if (o.data_parallel) return net_data_parallel(o, net, opt, per_p, source);
+  if (o.data_parallel) {
+    if (!o.dt.empty())
+      throw InputError("--dt", "data-parallel training (--data-parallel) runs in fp32 only");
+    return net_data_parallel(o, net, opt, per_p, source);
+  }
+  // --dt: the fp32 network first, timed the same way (the speed-up), its first step's logits
+  // kept (the comparison), then the typed network (which takes its calibration from a composed
+  // fp32 plan of its own: lowp.cpp).
+  const bool typed = !o.dt.empty();
+  if (typed) check_net_dt(DataType::parse(o.dt, "--dt"), opt.train, opt.backend, "--dt");
+  if (typed && o.check)
+    throw InputError("--check",
+                     "compares with the fp64 reference composition in fp32: with --dt the report "
+                     "compares the logits with the fp32 network's instead");
+  Tensor f32_logits;
+  NetResult r32;
+  if (typed) {
+    Executor e32(net, opt);
+    e32.step();
+    f32_logits = e32.output().clone();
+    r32 = measure_network(e32, opt, 0, o.reps);
+    opt.dt = DataType::parse(o.dt, "--dt");
+  }
   Executor ex(net, opt);
+  PrecisionCheck prec;
+  if (typed) {  // the first step of both starts from the same weights and batch
+    ex.step();
+    prec = compare_logits(ex.output(), f32_logits, net.mb);
+  }
   // --check: one step against the same network composed of the fp64 reference kernels (same
   // seed, weights and batch): the output (logits) normwise and the loss, and in training every
   // weight gradient of that step (both from the same initial weights); a mismatch exits 1.
@@ -129,8 +157,26 @@ int cmd_net(int argc, char** argv) {
                  ",\"ref_loss\":" + json_num(ref.loss()) +
                  (opt.train ? ",\"grad_err_l2\":" + json_num(worst_grad) : std::string()) + "}";
   }
-  NetResult r = measure_network(ex, opt, o.check ? 0 : 1, o.reps);
+  NetResult r = measure_network(ex, opt, o.check || typed ? 0 : 1, o.reps);
   std::fputs(table(r).c_str(), stdout);
+  std::string dt_json;
+  if (typed) {
+    const bool images = net.layers[0].out.h > 1;
+    const char* unit = images ? "images" : "samples";
+    std::printf("dt %s: %s\n", opt.dt.str().c_str(), precision_summary(opt.dt, opt.train).c_str());
+    std::printf(
+        "against fp32 (same seed, weights and batch; the first step): top-1 agreement %lld/%lld "
+        "(%.1f%%), logit error %.3g normwise; %.4g %s/s vs %.4g in fp32: %.2fx\n",
+        static_cast<long long>(prec.agree), static_cast<long long>(prec.images),
+        100.0 * prec.top1(), prec.logit_err, r.items_per_s, unit, r32.items_per_s,
+        r.items_per_s / r32.items_per_s);
+    if (r32.composition != r.composition) std::printf("(fp32 plan: %s)\n", r32.composition.c_str());
+    dt_json = "{\"type\":" + json_str(opt.dt.str()) + ",\"top1_agree\":" + json_num(prec.top1()) +
+              ",\"top1_images\":" + std::to_string(prec.images) +
+              ",\"logit_err\":" + json_num(prec.logit_err) +
+              ",\"f32_items_per_s\":" + json_num(r32.items_per_s) +
+              ",\"speedup_over_f32\":" + json_num(r.items_per_s / r32.items_per_s) + "}";
+  }
   std::vector<Projection> proj = project_data_parallel(r, per_p);
   if (!proj.empty()) {
     std::printf(
@@ -154,6 +200,7 @@ int cmd_net(int argc, char** argv) {
   if (!o.json.empty()) {
     std::string j = to_json(r, proj, source);
     if (!check_json.empty()) j = j.substr(0, j.rfind('}')) + ",\"check\":" + check_json + "}";
+    if (!dt_json.empty()) j = j.substr(0, j.rfind('}')) + ",\"dt\":" + dt_json + "}";
     j = j.substr(0, j.rfind('}')) + ",\"context\":" + environment_json() + "}";
     write_file_atomic(o.json, j + "\n");
   }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "cli/args.h"
+#include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 
 namespace pb::cli {
@@ -45,7 +46,7 @@ NetCliOptions parse_net_options(int argc, char** argv) {
       parse_args(argc, argv, 2,
                  {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
                   "--find-cache", "--busbw", "--allreduce-json", "--seed", "--allreduce",
-                  "--bucket-mb", "--wait-sleep-us", "--dp-timeout"},
+                  "--bucket-mb", "--wait-sleep-us", "--dp-timeout", "--dt"},
                  {"--train", "--list", "--check", "--composed", "--data-parallel", "--no-overlap"});
   NetCliOptions o;
   o.list_asked = a.has("--list");
@@ -73,6 +74,11 @@ NetCliOptions parse_net_options(int argc, char** argv) {
     o.busbw = std::strtod(v.c_str(), &end);
     if (v.empty() || *end || !std::isfinite(o.busbw) || !(o.busbw > 0))
       throw InputError("--busbw", "needs a positive, finite GB/s value, got '" + v + "'");
+  }
+  o.dt = a.get("--dt", "");
+  if (a.has("--dt")) {  // the type's grammar here; what a network runs, the executor says
+    const DataType t = DataType::parse(o.dt, "--dt");
+    if (t.is_f32()) o.dt.clear();
   }
   o.allreduce_json = a.get("--allreduce-json", "");
   if (a.has("--allreduce-json") && o.allreduce_json.empty())

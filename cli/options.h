@@ -30,6 +30,7 @@ struct NetCliOptions {
   bool list = false;        // list the networks: --list, or no network given (then exit 2)
   bool list_asked = false;  // --list
   std::string backend = "cpu", policy = "best", find_cache, json;
+  std::string dt;  // --dt bf16|u8s8: convolution and fc layers in that type, "" for fp32
   std::optional<int> threads, batch;
   int reps = 3, seed = 1;
   bool train = false, composed = false, check = false;

@@ -4,13 +4,15 @@
 // around its groups of 2 (bf16) and 4 (u8s8) per dot product), cpu/im2col on the packed GEMM (rows
 // around the 48-row micro-tile, columns around the 8-column one, sums around the 1024 (bf16) and
 // 2048 (u8s8) k blocks) and the Winograd tiles in bf16 (widths around the 2 and 4 output tiles).
-// Skipped, with the reason, where this CPU cannot run a type.
+// Each runs twice: the second run must give the same outputs. Skipped, with the reason, where this
+// CPU cannot run a type.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "kernels/core/check.h"
 #include "kernels/core/problem.h"
 
 namespace pb {
@@ -20,21 +22,33 @@ namespace {
 // within the tolerance table's bound (exact for direct and im2col); returns how many ran, and in
 // *why_not the reason of a type this CPU does not run.
 int check_all(const std::string& impl, const std::vector<std::string>& descs,
-              const std::vector<std::string>& dts, std::string* why_not) {
+              const std::vector<std::string>& dts, std::string* why_not, Dir dir = Dir::fwd) {
   int ran = 0;
   for (const std::string& dt : dts)
     for (const std::string& d : descs) {
       const std::string text = d + "_dt=" + dt;
-      auto p = find_primitive("conv").make(text, Dir::fwd, 7);
+      auto p = find_primitive("conv").make(text, dir, 7);
       std::string why;
       auto r = p->runner(impl, &why);
       if (!r) {
         *why_not = why;
         continue;
       }
-      const Measured m = measure(*p, *r, 0, true, INFINITY);
-      EXPECT_TRUE(m.check.pass) << impl << " " << text << ": " << m.check.summary();
-      EXPECT_FALSE(m.check.mistrusted) << impl << " " << text << ": " << m.check.summary();
+      MeasureOptions o;
+      o.check = true, o.ref_budget_flops = INFINITY;
+      std::vector<Tensor> first;
+      const Measured m = measure(*p, *r, o, &first);
+      // A second run gives the same outputs (nothing accumulates across runs).
+      r->reorder_in(), r->run(), r->reorder_out(), r->sync();
+      const std::vector<Tensor> again = r->result();
+      EXPECT_EQ(again.size(), first.size());
+      for (size_t i = 0; i < again.size() && i < first.size(); ++i)
+        EXPECT_EQ(compare_tensors(again[i], first[i], {0, ""}).max_abs, 0)
+            << impl << " " << text << " " << dir_str(dir) << " output " << i << " run twice";
+      EXPECT_TRUE(m.check.pass) << impl << " " << text << " " << dir_str(dir) << ": "
+                                << m.check.summary();
+      EXPECT_FALSE(m.check.mistrusted)
+          << impl << " " << text << " " << dir_str(dir) << ": " << m.check.summary();
       ++ran;
     }
   return ran;
@@ -86,6 +100,15 @@ TEST(ConvLowpSmoke, Im2colGemmBlockEdges) {
   for (int64_t ic : {1, 2, 3, 5}) descs.push_back("mb1ic" + std::to_string(ic) + "ih6oc9kh3");
   descs.push_back("mb1ic3ih12oc24kh7sh2ph3");
   PB_RUN_OR_SKIP("cpu/im2col", descs, {"bf16", "bf16:bf16", "u8s8", "u8s8:s8"});
+  // bf16's backward on the same GEMM: bwd_d (pixels as rows, ocg as the sum), bwd_w (the sum
+  // over pixels: around the 1024 k block with 32 x 32 images).
+  std::vector<std::string> bwd = descs;
+  for (int64_t hw : {31, 32, 33}) bwd.push_back("mb1ic8ih" + std::to_string(hw) + "oc49kh3ph1");
+  for (Dir dir : {Dir::bwd_d, Dir::bwd_w}) {
+    std::string why_not;
+    if (check_all("cpu/im2col", bwd, {"bf16", "bf16:bf16"}, &why_not, dir) == 0)
+      GTEST_SKIP() << why_not;
+  }
 }
 
 TEST(ConvLowpSmoke, WinogradBf16TileEdges) {

@@ -81,6 +81,14 @@ class Impl {
   virtual bool bind_device(const std::vector<void*>&) { return false; }
   // The OpenCL buffer (a cl_mem) run() writes output i into, or nullptr.
   virtual void* device_output(size_t) const { return nullptr; }
+  // Reduced data types in a network (a descriptor's dt; kernels/net), optional. plan() converted
+  // the inputs to the implementation's type as values exact in it; a network's activations are
+  // real values that change every step, so it calls quantise(i) for each of them before a run
+  // (timed as the layer's quantise step): bf16/f16 rounding to nearest even, or for a u8 source
+  // round(x / src_scale) + src_zero saturated to [0, 255] with the problem's own scale and zero
+  // point; other inputs (the s8 weights) are converted as plan() does. False where input i has
+  // no typed copy to refresh (the weights of a convolution: weights() converts them).
+  virtual bool quantise(size_t) { return false; }
 };
 
 // The untimed phases in order, for callers outside the timing drivers (tests, the executor):

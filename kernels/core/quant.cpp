@@ -94,4 +94,42 @@ void to_storage_out(const float* t, int64_t n, DataType::Out out, void* p) {
   }
 }
 
+void quantise_storage(const Tensor& t, DataType::In in, bool is_source, float scale, int32_t zero,
+                      std::vector<uint8_t>* out) {
+  if (in != DataType::u8s8 || !is_source) return to_storage(t, in, is_source, out);
+  const int64_t n = t.size();
+  const float* s = t.data();
+  out->resize(n);
+  uint8_t* o = out->data();
+  const float inv = 1.0f / scale, z = static_cast<float>(zero);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = std::nearbyint(s[i] * inv) + z;
+    o[i] = static_cast<uint8_t>(q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q);
+  }
+}
+
+void quantise_weights(const Tensor& w, int64_t channels, bool channel_major, Tensor* wq,
+                      Tensor* scale) {
+  const int64_t n = w.size(), per = n / channels;
+  *wq = Tensor(w.dims());
+  *scale = Tensor({channels});
+  auto at = [&](int64_t c, int64_t j) { return channel_major ? c * per + j : j * channels + c; };
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < channels; ++c) {
+    float m = 0;
+    for (int64_t j = 0; j < per; ++j) m = std::max(m, std::fabs(w[at(c, j)]));
+    const float s = m > 0 ? m / 127.0f : 1.0f;
+    (*scale)[c] = s;
+    for (int64_t j = 0; j < per; ++j)
+      (*wq)[at(c, j)] = std::min(127.0f, std::max(-127.0f, std::nearbyint(w[at(c, j)] / s)));
+  }
+}
+
+void calibrate_u8(float lo, float hi, float* scale, int32_t* zero) {
+  lo = std::min(lo, 0.0f), hi = std::max(hi, 0.0f);
+  *scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  *zero = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(-lo / *scale))));
+}
+
 }  // namespace pb

@@ -47,4 +47,20 @@ void from_storage(const void* p, DataType::Out out, int64_t n, float* t);
 // And the other way: fp32 values exact in `out` into its storage.
 void to_storage_out(const float* t, int64_t n, DataType::Out out, void* p);
 
+// Real values into the type's storage (a network's activations, impl.h's quantise()): bf16/f16
+// rounding to nearest even as to_storage; a u8 source round(x / scale) + zero, saturated to
+// [0, 255] (to nearest even). Parallel.
+void quantise_storage(const Tensor& t, DataType::In in, bool is_source, float scale, int32_t zero,
+                      std::vector<uint8_t>* out);
+
+// Networks in u8s8 (kernels/net): symmetric per-output-channel s8 weights. w has `channels`
+// channels: contiguous blocks of size / channels (channel_major, a convolution's oihw) or
+// interleaved, element i in channel i % channels (a column-major fc weight, out x in). scale[c] =
+// max |w| of channel c / 127 (1 for an all-zero channel), wq = round(w / scale[c]).
+void quantise_weights(const Tensor& w, int64_t channels, bool channel_major, Tensor* wq,
+                      Tensor* scale);
+// The u8 source's scale and zero point for activations in [lo, hi] (the range widened to include
+// 0, so that zero is exact): scale = (hi - lo) / 255, zero = round(-lo / scale).
+void calibrate_u8(float lo, float hi, float* scale, int32_t* zero);
+
 }  // namespace pb

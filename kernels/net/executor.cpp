@@ -25,6 +25,7 @@
 #include "kernels/lrn/lrn.h"
 #include "kernels/lrn/traits.h"
 #include "kernels/net/executor_impl.h"
+#include "kernels/net/precision.h"
 #include "kernels/pool/pool.h"
 #include "kernels/pool/traits.h"
 #include "kernels/rnn/traits.h"
@@ -132,6 +133,7 @@ struct PrimCall : Call {
       (*const_cast<Tensor*>(out[0]))[0] += 1.0f;
   }
   std::vector<const Tensor*> outputs() const override { return out; }
+  bool quantise(size_t i) override { return impl->quantise(i); }
   size_t bytes() const override {
     size_t b = impl->workspace_bytes();
     for (const Tensor* t : out) b += t->bytes();
@@ -361,10 +363,17 @@ void Executor::Impl::calibrate() {
       const Calibration& c = calib[next];
       Tensor& x = *const_cast<Tensor*>(c.x);
       if (dev) dev->download(on_device(c.x), x);
-      std::vector<double> mean, var;
-      ref::bnorm_stats(c.d, x, &mean, &var);
-      for (int64_t k = 0; k < c.d.ic; ++k)
-        (*c.mean)[k] = static_cast<float>(mean[k]), (*c.var)[k] = static_cast<float>(var[k]);
+      // A reduced type takes the fp32 network's statistics (lowp.cpp): the same model.
+      const auto given = opt.calibration.bnorm.find(net.layers[c.layer].name);
+      if (given != opt.calibration.bnorm.end()) {
+        std::copy(given->second.first.begin(), given->second.first.end(), c.mean->data());
+        std::copy(given->second.second.begin(), given->second.second.end(), c.var->data());
+      } else {
+        std::vector<double> mean, var;
+        ref::bnorm_stats(c.d, x, &mean, &var);
+        for (int64_t k = 0; k < c.d.ic; ++k)
+          (*c.mean)[k] = static_cast<float>(mean[k]), (*c.var)[k] = static_cast<float>(var[k]);
+      }
       if (dev) {
         dev->upload(*c.mean, on_device(c.mean));
         dev->upload(*c.var, on_device(c.var));
@@ -400,8 +409,10 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
 #ifdef PRIMBENCH_HAVE_OPENCL
   p_->baseline_device = ocl::device_bytes_live();
 #endif
+  check_net_dt(opt.dt, opt.train, opt.backend, "dt");
   p_->net = net;
   p_->opt = opt;
+  p_->calibrate_inputs();
   p_->cache.open(opt.find_cache, opt.backend);
   if (opt.backend == "ocl") {
     std::string why;
@@ -427,7 +438,9 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   // The fused plan is oneDNN's own choice per layer: policies first and best; a named algorithm
   // (winograd) keeps the composed calls that honour it.
   const bool own_choice = opt.policy == "first" || opt.policy == "best";
-  if (opt.backend == "onednn" && !opt.composed && own_choice) {
+  if (opt.backend == "onednn" && !opt.composed && own_choice && !opt.dt.is_f32()) {
+    p_->composition = "composed (dt " + opt.dt.str() + ": oneDNN's fused plan is fp32)";
+  } else if (opt.backend == "onednn" && !opt.composed && own_choice) {
     std::string why;
     if (p_->fuse_onednn(&why)) {
       if (opt.train) {  // the weights are read (reordered) each step: nothing to plan again

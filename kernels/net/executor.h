@@ -4,14 +4,28 @@
 // reuses them. Each primitive call is timed, so a step splits exactly into its layers.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/core/dtype.h"
 #include "kernels/core/tensor.h"
 #include "kernels/net/network.h"
 
 namespace pb {
+
+// What a network in reduced precision takes from the fp32 network on the synthetic batch
+// (Executor::calibration()): the range (min, max) of each convolution and fc layer's input, keyed
+// by layer name (u8s8: the source's scale and zero point), and inference batch-norm's running
+// mean and variance (so that the typed network is the fp32 model quantised, not one calibrated on
+// its own typed activations).
+struct NetCalibration {
+  std::map<std::string, std::pair<float, float>> input_ranges;
+  std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> bnorm;
+  bool empty() const { return input_ranges.empty() && bnorm.empty(); }
+};
 
 struct NetOptions {
   // Which implementations run: "cpu" (cpu/*), "onednn" (onednn/*), "ocl" (ocl/*) or "ref" (the
@@ -33,6 +47,15 @@ struct NetOptions {
   // backend) instead of the fused plan in oneDNN's own layouts (the default, inference and
   // training).
   bool composed = false;
+  // Reduced precision (lowp.cpp): convolution and fc layers run in this type (u8s8: inference;
+  // bf16: inference or training with fp32 master weights) with fp32 outputs, every other layer
+  // in fp32, each typed call after a quantise step that converts its activations (and, training,
+  // the fc weights) to the type; u8s8 weights are quantised once at plan time with one scale per
+  // output channel. A call no implementation runs in the type falls back to fp32 (reported).
+  DataType dt;
+  // The fp32 network's calibration (dt other than f32); empty: the executor runs the fp32
+  // network once itself to find it.
+  NetCalibration calibration;
 };
 
 // One primitive call of a step, as planned.
@@ -99,6 +122,9 @@ class Executor {
   int64_t baseline_rss_bytes() const;
   size_t baseline_device_bytes() const;
   int fallbacks() const;
+  // After a step: the input ranges of the last step and the running statistics inference
+  // batch-norm was calibrated with (NetOptions::calibration).
+  NetCalibration calibration() const;
 
   // For checks: the network's input and labels (set before step()), every trainable tensor
   // and its gradient after a training step (same order), named "<layer>.<what>". On the device

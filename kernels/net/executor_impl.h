@@ -24,6 +24,9 @@ struct Call {
   // The host tensors it writes (a primitive call's outputs); none for the executor's own steps,
   // whose tensors the executor owns.
   virtual std::vector<const Tensor*> outputs() const { return {}; }
+  // A primitive call of a reduced type: its implementation's quantise(i) (impl.h); false for
+  // the executor's own steps.
+  virtual bool quantise(size_t) { return false; }
 };
 
 struct Executor::Impl {
@@ -53,6 +56,9 @@ struct Executor::Impl {
     std::vector<Tensor> parts;           // concat: its inputs' gradients (slices of its own)
     Tensor dx;                           // dropout: its input's gradient
     uint64_t drop_seed = 0;              // dropout: the seed of its masks (with the step)
+    // u8s8 (lowp.cpp): the s8 weights and their per-channel scales, the source's scale and zero
+    // point from the calibration, the output's scale.
+    Tensor q_w, q_wscale, q_src_scale, q_src_zero, q_dst_scale;
   };
   std::vector<State> st;
   Tensor labels;
@@ -105,6 +111,15 @@ struct Executor::Impl {
   template <class Traits, class Desc>
   const std::vector<const Tensor*>& add(const std::string& layer, const std::string& phase, Desc d,
                                         Dir dir, std::vector<const Tensor*> in);
+  // A convolution or fc call in NetOptions::dt (lowp.cpp): the call in the type (u8s8: with
+  // layer l's quantised weights and calibrated source) after its quantise step, or, where no
+  // implementation runs it in the type, in fp32 (a reported fallback); plain add() for fp32.
+  template <class Traits, class Desc>
+  const std::vector<const Tensor*>& add_typed(const std::string& layer, const std::string& phase,
+                                              Desc d, Dir dir, std::vector<const Tensor*> in,
+                                              size_t l);
+  // A reduced type without a given calibration: runs the network once in fp32 for it.
+  void calibrate_inputs();
   // One of the executor's own steps: `host` on host tensors, or `device` (given the DeviceOps)
   // when the plan keeps every layer on the device.
   void add_native(const std::string& layer, const std::string& phase, std::function<void()> host,
@@ -120,7 +135,7 @@ struct Executor::Impl {
   // Inference batch-norm: its running statistics, set by calibrate() to the batch statistics of
   // its input on the synthetic batch (as if trained on it), layer by layer.
   struct Calibration {
-    size_t call;
+    size_t call, layer;
     BnormDesc d;
     const Tensor* x;
     Tensor *mean, *var;

@@ -56,7 +56,7 @@ void Executor::Impl::plan_forward(size_t l) {
     case LayerKind::conv: {
       s.w = Tensor(L.conv.wei_dims());
       init_weights(s.w, L.conv.icg() * L.conv.kh * L.conv.kw, seed);
-      s.act = add<ConvTraits>(L.name, "fwd", L.conv, Dir::fwd, {x, &s.w})[0];
+      s.act = add_typed<ConvTraits>(L.name, "fwd", L.conv, Dir::fwd, {x, &s.w}, l)[0];
       if (L.bias) {
         s.b = Tensor({L.conv.oc});
         fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
@@ -85,7 +85,7 @@ void Executor::Impl::plan_forward(size_t l) {
       d.inference = !opt.train;
       const auto& c1 =
           add<BnormTraits>(L.name, "fwd", d, Dir::fwd, {x, &s.scale, &s.shift, &s.rmean, &s.rvar});
-      if (!opt.train) calib.push_back({calls.size() - 1, d, x, &s.rmean, &s.rvar});
+      if (!opt.train) calib.push_back({calls.size() - 1, l, d, x, &s.rmean, &s.rvar});
       s.act = c1[0];
       if (opt.train) s.mean = c1[1], s.var = c1[2];
       break;
@@ -99,8 +99,8 @@ void Executor::Impl::plan_forward(size_t l) {
       init_weights(s.w, in, seed);
       s.zeros = Tensor({mb, out});
       s.zeros.fill(0.0f);
-      s.act = add<GemmTraits>(L.name, "fwd", gemm_desc(out, mb, in, "nn"), Dir::fwd,
-                              {&s.w, x, &s.zeros})[0];
+      s.act = add_typed<GemmTraits>(L.name, "fwd", gemm_desc(out, mb, in, "nn"), Dir::fwd,
+                                    {&s.w, x, &s.zeros}, l)[0];
       if (L.bias) {
         s.b = Tensor({out});
         fill_uniform(s.b, mix_seed(seed, 1), -0.1f, 0.1f);
@@ -237,11 +237,12 @@ void Executor::Impl::plan_backward(size_t l) {
   if (!g) return;
   switch (L.kind) {
     case LayerKind::conv: {
-      const auto& w = add<ConvTraits>(L.name, "bwd_w", L.conv, Dir::bwd_w, {x, g});
+      const auto& w = add_typed<ConvTraits>(L.name, "bwd_w", L.conv, Dir::bwd_w, {x, g}, l);
       s.dw = w[0];
       if (L.bias) s.db = w[1];
       if (need_dx)
-        give(L.inputs[0], add<ConvTraits>(L.name, "bwd_d", L.conv, Dir::bwd_d, {g, &s.w})[0]);
+        give(L.inputs[0],
+             add_typed<ConvTraits>(L.name, "bwd_d", L.conv, Dir::bwd_d, {g, &s.w}, l)[0]);
       break;
     }
     case LayerKind::pool:
@@ -264,8 +265,8 @@ void Executor::Impl::plan_backward(size_t l) {
       const int64_t in = L.in.size(), out = L.fc_out;
       s.zeros_w = Tensor({in, out});
       s.zeros_w.fill(0.0f);
-      s.dw = add<GemmTraits>(L.name, "bwd_w", gemm_desc(out, in, mb, "nt"), Dir::fwd,
-                             {g, x, &s.zeros_w})[0];
+      s.dw = add_typed<GemmTraits>(L.name, "bwd_w", gemm_desc(out, in, mb, "nt"), Dir::fwd,
+                                   {g, x, &s.zeros_w}, l)[0];
       if (L.bias) {
         s.dw_fc_bias = Tensor({out});
         add_native(
@@ -278,8 +279,8 @@ void Executor::Impl::plan_backward(size_t l) {
       if (need_dx) {
         s.zeros_d = Tensor({mb, in});
         s.zeros_d.fill(0.0f);
-        give(L.inputs[0], add<GemmTraits>(L.name, "bwd_d", gemm_desc(in, mb, out, "tn"), Dir::fwd,
-                                          {&s.w, g, &s.zeros_d})[0]);
+        give(L.inputs[0], add_typed<GemmTraits>(L.name, "bwd_d", gemm_desc(in, mb, out, "tn"),
+                                                Dir::fwd, {&s.w, g, &s.zeros_d}, l)[0]);
       }
       break;
     }

@@ -49,6 +49,19 @@ class HostConv : public DirConv {
     if (typed_out()) return nullptr;
     return i == 0 ? &dst_ : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
   }
+  // A network's real-valued activations into the type again (impl.h): src (fwd, bwd_w) or
+  // diff_dst (bwd_d, bwd_w); the weights are weights()'s.
+  bool quantise(size_t i) override {
+    if (!typed()) return false;
+    const Tensor* t = dir_ == Dir::bwd_w ? (i == 0   ? src_
+                                            : i == 1 ? diff_dst_
+                                                     : nullptr)
+                      : i == 0           ? (dir_ == Dir::bwd_d ? diff_dst_ : src_)
+                                         : nullptr;
+    if (!t) return false;
+    quantise_storage(*t, d_.dt.in, true, q_.src_scale, q_.src_zero, &act_[i]);
+    return true;
+  }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
     out.push_back(dst_.clone());

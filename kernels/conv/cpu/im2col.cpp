@@ -5,8 +5,8 @@
 // images as threads, each OpenMP thread runs whole chunks with a single-threaded sgemm (no
 // hand-over between OpenMP and OpenBLAS threads, column buffer private and cache-warm);
 // otherwise the copy is parallel and sgemm uses OpenBLAS's threads. bwd_d and bwd_w are in
-// im2col_bwd.cpp, the column copies in im2col_cols.cpp. Reduced types (bf16, u8s8; fwd) run on
-// cpu/packed's reduced-precision GEMM (im2col_lowp.cpp).
+// im2col_bwd.cpp, the column copies in im2col_cols.cpp. Reduced types (bf16, u8s8) run on
+// cpu/packed's reduced-precision GEMM (im2col_lowp.cpp), and bf16 also backward.
 #include <algorithm>
 
 #include "kernels/conv/cpu/host_conv.h"
@@ -22,7 +22,8 @@ class Im2colConv : public HostConv {
   std::string name() const override { return "cpu/im2col"; }
   size_t workspace_bytes() const override {
     return fwd_.workspace_bytes() + bwd_d_.workspace_bytes() + bwd_w_.workspace_bytes() +
-           lowp_.workspace_bytes() + wei_typed_.size();
+           lowp_.workspace_bytes() + lowp_bwd_d_.workspace_bytes() + lowp_bwd_w_.workspace_bytes() +
+           wei_typed_.size();
   }
 
  protected:
@@ -31,11 +32,14 @@ class Im2colConv : public HostConv {
   std::string dt_unsupported(const ConvDesc& d, Dir dir) const override {
     const std::string why = gemm_packed_lowp_unsupported(d.dt);
     if (!why.empty()) return "cpu/im2col runs on cpu/packed, which cannot: " + why;
-    if (dir != Dir::fwd) return "cpu/im2col runs dt=" + d.dt.str() + " fwd only";
+    if (dir != Dir::fwd && d.dt.in != DataType::bf16)
+      return "cpu/im2col runs dt=" + d.dt.str() + " fwd only";
     return "";
   }
 
   void prepare_more() override {
+    if (typed() && dir_ == Dir::bwd_d) return lowp_bwd_d_.prepare(d_);
+    if (typed() && dir_ == Dir::bwd_w) return lowp_bwd_w_.prepare(d_);
     if (typed()) return lowp_.prepare(d_);
     if (dir_ == Dir::bwd_d) return bwd_d_.prepare(d_);
     if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d_);
@@ -44,10 +48,18 @@ class Im2colConv : public HostConv {
 
   // A reduced type's weights converted to it (the f32 algorithms read the weights in place).
   void weights() override {
-    if (typed()) typed_weights(&wei_typed_);
+    if (typed() && dir_ != Dir::bwd_w) typed_weights(&wei_typed_);
   }
 
   void run_dir() override {
+    if (typed() && dir_ != Dir::fwd) {  // bf16: fp32 results, then the output type
+      if (dir_ == Dir::bwd_d)
+        lowp_bwd_d_.run(diff_dst_typed(), wei_typed_.data(), dst_.data());
+      else
+        lowp_bwd_w_.run(src_typed(), diff_dst_typed(), dst_.data());
+      if (typed_out()) to_storage_out(dst_.data(), dst_.size(), d_.dt.out, out_data());
+      return;
+    }
     if (typed()) return lowp_.run(src_typed(), wei_typed_.data(), q_, out_data());
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
@@ -59,6 +71,8 @@ class Im2colConv : public HostConv {
   im2col::BwdData bwd_d_;
   im2col::BwdWeights bwd_w_;
   im2col::LowpFwd lowp_;
+  im2col::LowpBwdData lowp_bwd_d_;
+  im2col::LowpBwdWeights lowp_bwd_w_;
   std::vector<uint8_t> wei_typed_;
 };
 

@@ -91,37 +91,12 @@ void BwdWeights::chunk(int64_t n0, const float* src, const float* dd, float* dw,
 }
 
 void BwdWeights::run(const Tensor& src, const Tensor& diff_dst, Tensor& diff_wei) {
-  const int64_t chunks = (d_.mb + nb_ - 1) / nb_;
-  if (!per_thread_) {
-    for (int64_t c = 0; c < chunks; ++c)
-      chunk(c * nb_, src.data(), diff_dst.data(), diff_wei.data(), col_.data(), tmp_.data(), c == 0,
-            true);
-    return;
-  }
-  // Thread t sums chunks t, t + T, ... into its partial gradient (static: a fixed assignment).
-  SerialBlasScope serial_blas;  // one sgemm per OpenMP thread
   const size_t col_len = col_.size() / threads_, tmp_len = tmp_.size() / threads_;
-  const int64_t wsize = d_.wei_size();
-  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
-#pragma omp parallel num_threads(threads_)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* part = part_.data() + t * wsize;
-    std::fill(part, part + wsize, 0.0f);
-    for (int64_t c = t; c < chunks; c += nt)
-      errors.run([&] {
-        chunk(c * nb_, src.data(), diff_dst.data(), part, col_.data() + t * col_len,
-              tmp_.data() + t * tmp_len, false, false);
-      });
-#pragma omp barrier
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < wsize; ++i) {
-      float s = part_[i];
-      for (int u = 1; u < nt; ++u) s += part_[u * wsize + i];
-      diff_wei.data()[i] = s;
-    }
-  }
-  errors.rethrow();
+  sum_chunks(d_.mb, nb_, per_thread_, threads_, d_.wei_size(), part_.data(), diff_wei.data(),
+             [&](int64_t n0, float* dw, int slot, bool first, bool par) {
+               chunk(n0, src.data(), diff_dst.data(), dw, col_.data() + slot * col_len,
+                     tmp_.data() + slot * tmp_len, first, par);
+             });
 }
 
 }  // namespace pb::im2col

@@ -127,14 +127,17 @@ void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t 
                   ohw * sizeof(float));
 }
 
-void gather(const ConvDesc& d, const float* x, int64_t n0, int64_t nb, int64_t gi, float* t,
-            bool par) {
+template <class T>
+void gather(const ConvDesc& d, const T* x, int64_t n0, int64_t nb, int64_t gi, T* t, bool par) {
   const int64_t ohw = d.oh * d.ow;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
   for (int64_t i = 0; i < nb; ++i)
     for (int64_t o = 0; o < d.ocg(); ++o)
       std::memcpy(t + (o * nb + i) * ohw, x + ((n0 + i) * d.oc + gi * d.ocg() + o) * ohw,
-                  ohw * sizeof(float));
+                  ohw * sizeof(T));
 }
+template void gather<float>(const ConvDesc&, const float*, int64_t, int64_t, int64_t, float*, bool);
+template void gather<uint16_t>(const ConvDesc&, const uint16_t*, int64_t, int64_t, int64_t,
+                               uint16_t*, bool);
 
 }  // namespace pb::im2col

@@ -33,8 +33,8 @@ void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float
 // t[o][i*ohw + p] <-> x(n0 + i, g*ocg + o, p) for the ocg channels of group gi (x: mb x oc x ohw).
 void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,
              bool par);
-void gather(const ConvDesc& d, const float* x, int64_t n0, int64_t nb, int64_t gi, float* t,
-            bool par);
+template <class T>
+void gather(const ConvDesc& d, const T* x, int64_t n0, int64_t nb, int64_t gi, T* t, bool par);
 
 // True for 1x1, stride 1, no padding: the image is its own column matrix.
 bool pointwise(const ConvDesc& d);
@@ -65,6 +65,39 @@ void for_chunks(int64_t mb, int64_t nb, bool per_thread, F&& chunk) {
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t c = 0; c < chunks; ++c)
     errors.run([&] { chunk(c * nb, omp_get_thread_num(), false); });
+  errors.rethrow();
+}
+
+// The bwd_w chunk loop: chunk(n0, dw, slot, first, par) adds (first: writes) the gradient of the
+// chunk of images from n0 into dw. One thread after the other with OpenMP-parallel copies; or,
+// per_thread, thread t sums chunks t, t + T, ... (a fixed assignment) into its partial gradient
+// (part + t * wsize, `threads` of them), then the partials are added in thread order into out: two
+// runs give bitwise the same gradient.
+template <class F>
+void sum_chunks(int64_t mb, int64_t nb, bool per_thread, int threads, int64_t wsize, float* part,
+                float* out, F&& chunk) {
+  const int64_t chunks = (mb + nb - 1) / nb;
+  if (!per_thread) {
+    for (int64_t c = 0; c < chunks; ++c) chunk(c * nb, out, 0, c == 0, true);
+    return;
+  }
+  SerialBlasScope serial_blas;  // one GEMM per OpenMP thread
+  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    float* mine = part + t * wsize;
+    std::fill(mine, mine + wsize, 0.0f);
+    for (int64_t c = t; c < chunks; c += nt)
+      errors.run([&] { chunk(c * nb, mine, t, false, false); });
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < wsize; ++i) {
+      float s = part[i];
+      for (int u = 1; u < nt; ++u) s += part[u * wsize + i];
+      out[i] = s;
+    }
+  }
   errors.rethrow();
 }
 
@@ -148,6 +181,41 @@ class LowpFwd {
   Chunking c_;
   int64_t col_slot_ = 0, tmp_slot_ = 0;  // bytes per thread slot
   std::vector<uint8_t> col_, tmp_;
+};
+
+// Backward in bf16 on the same GEMM (im2col_lowp.cpp), fp32 results. bwd_d: per (chunk, group)
+// col (fp32) = W_g^T x diff_dst with the chunk's pixels as the GEMM's rows (diff_dst gathered to
+// [ocg][pixels] in bf16, or read in place for one image), then col2im. bwd_w: diff_wei_g (fp32)
+// += diff_dst x col^T with the sum over the chunk's pixels (col the bf16 column copy, or the image
+// itself for 1x1 unpadded layers), chunks summed as the fp32 pass sums them (sum_chunks).
+class LowpBwdData {
+ public:
+  void prepare(const ConvDesc& d);
+  // dd: the typed diff_dst; wei: the typed weights (oc x icg*kh*kw); diff_src: fp32 NCHW.
+  void run(const void* dd, const void* wei, float* diff_src);
+  size_t workspace_bytes() const { return 4 * col_.size() + 2 * tmp_.size(); }
+
+ private:
+  ConvDesc d_;
+  Chunking c_;
+  int64_t col_slot_ = 0, tmp_slot_ = 0;  // elements per thread slot
+  std::vector<float> col_;
+  std::vector<uint16_t> tmp_;
+};
+
+class LowpBwdWeights {
+ public:
+  void prepare(const ConvDesc& d);
+  // src, dd: the typed source and diff_dst; diff_wei: fp32 goihw.
+  void run(const void* src, const void* dd, float* diff_wei);
+  size_t workspace_bytes() const { return 2 * (col_.size() + tmp_.size()) + 4 * part_.size(); }
+
+ private:
+  ConvDesc d_;
+  Chunking c_;
+  int64_t col_slot_ = 0, tmp_slot_ = 0;
+  std::vector<uint16_t> col_, tmp_;
+  std::vector<float> part_;
 };
 
 }  // namespace pb::im2col

@@ -1,6 +1,7 @@
-// cpu/im2col's forward in a reduced type (im2col_cols.h, LowpFwd): the column copy of the typed
+// cpu/im2col in a reduced type (im2col_cols.h): the forward (LowpFwd: the column copy of the typed
 // source, cpu/packed's reduced-precision GEMM (kernels/gemm/cpu/packed_lowp.h) with the output
-// channels as rows, and a tiled transpose of its pixel-major result to NCHW.
+// channels as rows, and a tiled transpose of its pixel-major result to NCHW) and bf16's backward
+// (LowpBwdData, LowpBwdWeights: the same GEMM, fp32 results).
 #include <algorithm>
 #include <cstring>
 
@@ -111,6 +112,87 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
                 o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size, ohw,
                 static_cast<size_t>(out_size), par);
   }
+}
+
+namespace {
+
+// A bf16 GEMM with an fp32 C (column-major, BLAS semantics as LowpGemm), alpha 1.
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+               const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  LowpGemm g;
+  g.dt = DataType::parse("bf16", "dt");
+  g.ta = ta, g.tb = tb, g.m = m, g.n = n, g.k = k;
+  g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
+  g.alpha = 1, g.beta = beta;
+  gemm_packed_lowp(g);
+}
+
+}  // namespace
+
+void LowpBwdData::prepare(const ConvDesc& d) {
+  d_ = d;
+  c_ = plan_chunks(d);
+  const int64_t k = d.icg() * d.kh * d.kw, ncol = c_.nb * d.oh * d.ow;
+  const int64_t copies = c_.per_thread ? c_.threads : 1;
+  col_slot_ = (k * ncol + 15) / 16 * 16;
+  tmp_slot_ = c_.nb > 1 ? (d.ocg() * ncol + 31) / 32 * 32 : 0;
+  col_.assign(static_cast<size_t>(copies * col_slot_), 0.0f);
+  tmp_.assign(static_cast<size_t>(copies * tmp_slot_), 0);
+}
+
+void LowpBwdData::run(const void* dd, const void* wei, float* diff_src) {
+  const ConvDesc& d = d_;
+  const int64_t ohw = d.oh * d.ow, ihw = d.ih * d.iw, k = d.icg() * d.kh * d.kw;
+  const auto* y = static_cast<const uint16_t*>(dd);
+  const auto* w = static_cast<const uint16_t*>(wei);
+  for_chunks(d.mb, c_.nb, c_.per_thread, [&](int64_t n0, int slot, bool par) {
+    const int64_t nb = std::min(c_.nb, d.mb - n0), ncol = nb * ohw;
+    float* col = col_.data() + slot * col_slot_;
+    uint16_t* tmp = tmp_.data() + slot * tmp_slot_;
+    for (int64_t gi = 0; gi < d.g; ++gi) {
+      // col (ncol x k, column-major: [k][ncol]) = dd^T (ncol x ocg) x W_g (ocg x k).
+      const uint16_t* a = y + (n0 * d.oc + gi * d.ocg()) * ohw;
+      if (nb > 1) gather(d, y, n0, nb, gi, tmp, par), a = tmp;
+      gemm_bf16(false, true, ncol, k, d.ocg(), a, nb > 1 ? ncol : ohw, w + gi * d.ocg() * k, k,
+                0.0f, col, ncol);
+      col2im(d, col, nb, ncol, diff_src + (n0 * d.ic + gi * d.icg()) * ihw, par);
+    }
+  });
+}
+
+void LowpBwdWeights::prepare(const ConvDesc& d) {
+  d_ = d;
+  c_ = plan_chunks(d);
+  const int64_t k = d.icg() * d.kh * d.kw, ncol = c_.nb * d.oh * d.ow;
+  const int64_t copies = c_.per_thread ? c_.threads : 1;
+  col_slot_ = c_.no_copy ? 0 : (k * ncol + 31) / 32 * 32;
+  tmp_slot_ = c_.nb > 1 ? (d.ocg() * ncol + 31) / 32 * 32 : 0;
+  col_.assign(static_cast<size_t>(copies * col_slot_), 0);
+  tmp_.assign(static_cast<size_t>(copies * tmp_slot_), 0);
+  part_.assign(c_.per_thread ? static_cast<size_t>(c_.threads * d.wei_size()) : 0, 0.0f);
+}
+
+void LowpBwdWeights::run(const void* src, const void* dd, float* diff_wei) {
+  const ConvDesc& d = d_;
+  const int64_t ohw = d.oh * d.ow, ihw = d.ih * d.iw, k = d.icg() * d.kh * d.kw;
+  const auto* x = static_cast<const uint16_t*>(src);
+  const auto* y = static_cast<const uint16_t*>(dd);
+  sum_chunks(d.mb, c_.nb, c_.per_thread, c_.threads, d.wei_size(), part_.data(), diff_wei,
+             [&](int64_t n0, float* dw, int slot, bool first, bool par) {
+               const int64_t nb = std::min(c_.nb, d.mb - n0), ncol = nb * ohw;
+               uint16_t* col = col_.data() + slot * col_slot_;
+               uint16_t* tmp = tmp_.data() + slot * tmp_slot_;
+               for (int64_t gi = 0; gi < d.g; ++gi) {
+                 // dw_g (k x ocg, column-major: [ocg][k]) += col (k x ncol) x dd^T (ncol x ocg).
+                 const uint16_t* img = x + (n0 * d.ic + gi * d.icg()) * ihw;
+                 const uint16_t* a = y + (n0 * d.oc + gi * d.ocg()) * ohw;
+                 if (nb > 1) gather(d, y, n0, nb, gi, tmp, par), a = tmp;
+                 const uint16_t* b = img;  // 1x1 unpadded, one image: the image is col
+                 if (!(c_.no_copy && nb == 1)) im2col(d, img, nb, ncol, col, par), b = col;
+                 gemm_bf16(true, false, k, d.ocg(), ncol, b, ncol, a, ncol, first ? 0.0f : 1.0f,
+                           dw + gi * d.ocg() * k, k);
+               }
+             });
 }
 
 }  // namespace pb::im2col

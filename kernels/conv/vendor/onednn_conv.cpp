@@ -158,6 +158,7 @@ class OnednnConv : public ConvImpl {
   void plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
     try {
       d_ = d;
+      inputs_ = in;
       const QuantParams q = QuantParams::from(in, 2);
       b_ = build(d, dir, alg_, d.dt.integer() ? &q : nullptr);
       auto& eng = onednn::engine();
@@ -169,6 +170,8 @@ class OnednnConv : public ConvImpl {
       views_.reserve(b_.outputs.size());
       typed_.clear();
       typed_.reserve(b_.inputs.size() + b_.outputs.size());
+      quantised_.clear();
+      q_ = q;
       out_users_.clear();
       ws_ = 0;
       // Inputs in NCHW/goihw are read in place; the others get a copy in oneDNN's layout, filled
@@ -219,6 +222,16 @@ class OnednnConv : public ConvImpl {
   void run() override { b_.prim.execute(onednn::stream(), args_); }
   void reorder_out() override { execute(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
+  // A network's real-valued activations into the type again (impl.h), in place in the typed
+  // copies the user memories read; the weights are weights()'s reorder.
+  bool quantise(size_t i) override {
+    for (const auto& [t, k] : quantised_)
+      if (t == in_at(i)) {
+        quantise_storage(*t, d_.dt.in, true, q_.src_scale, q_.src_zero, &typed_[k]);
+        return true;
+      }
+    return false;
+  }
   // A reduced output type has no fp32 view.
   const Tensor* output_view(size_t i) const override {
     return i < views_.size() && d_.dt.out == DataType::out_f32 ? &views_[i] : nullptr;
@@ -239,6 +252,7 @@ class OnednnConv : public ConvImpl {
   // A typed NCHW copy of an fp32 activation tensor (values exact in the type), as user memory.
   memory typed_user(const Tensor& t, mdt type) {
     typed_.emplace_back();
+    quantised_.push_back({&t, typed_.size() - 1});
     to_storage(t, d_.dt.in, type == mdt::u8, &typed_.back());
     return memory(plain_md(t.dims(), type), onednn::engine(), typed_.back().data());
   }
@@ -266,7 +280,12 @@ class OnednnConv : public ConvImpl {
   std::vector<Conversion> out_reorders_;     // oneDNN's layout -> NCHW/goihw outputs
   std::vector<Tensor> views_;                // the outputs, in NCHW/goihw
   std::vector<std::vector<uint8_t>> typed_;  // typed NCHW activations and outputs
-  std::vector<memory> out_users_;            // the outputs' NCHW/goihw memories
+  // The activation inputs with a typed copy (input tensor, its typed_ index), for quantise().
+  std::vector<std::pair<const Tensor*, size_t>> quantised_;
+  std::vector<const Tensor*> inputs_;
+  const Tensor* in_at(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  QuantParams q_;
+  std::vector<memory> out_users_;  // the outputs' NCHW/goihw memories
   size_t ws_ = 0;
 };
 

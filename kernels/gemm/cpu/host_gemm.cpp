@@ -23,6 +23,15 @@ void HostGemm::typed_inputs(const std::vector<const Tensor*>& in) {
   }
 }
 
+bool HostGemm::quantise(size_t i) {
+  if (d_.dt.is_f32() || i > 1) return false;
+  if (i == 0)
+    to_storage(*a_, d_.dt.in, false, &ta_);
+  else
+    quantise_storage(*b_, d_.dt.in, true, b_scale_, b_zero_, &tb_);
+  return true;
+}
+
 std::vector<Tensor> HostGemm::result() {
   std::vector<Tensor> out;
   out.push_back(c_.clone());

@@ -33,6 +33,9 @@ class HostGemm : public GemmImpl {
     return i == 0 && d_.dt.out == DataType::out_f32 ? &c_ : nullptr;
   }
   std::vector<Tensor> result() override;
+  // A network's real-valued inputs into the type again (impl.h): A (0) as plan() converts it,
+  // B (1, the source) from real values (u8s8: with its scale and zero point).
+  bool quantise(size_t i) override;
 
  protected:
   // Why this implementation does not run d's data type ("" when it does); called for dt != f32.
