@@ -48,8 +48,8 @@ namespace pb {
 std::string gemm_packed_lowp_unsupported(const DataType& dt) {
   if (dt.is_f32()) return "";
   if (dt.in == DataType::f16)
-    return "dt f16: this CPU has no f16 dot-product instruction (AVX512_FP16) and cpu/packed has "
-           "no f16 kernel";
+    return "dt f16: cpu/packed has no f16 kernel (x86 has no f16 dot product accumulating in "
+           "fp32: AVX512_FP16 multiplies and adds in f16)";
 #ifdef PB_X86
   if (std::string(vmath::isa()) != "avx512")
     return "dt " + dt.in_str() + ": cpu/packed's reduced-precision kernels need AVX-512 (SIMD " +
