@@ -82,7 +82,7 @@ void sum_chunks(int64_t mb, int64_t nb, bool per_thread, int threads, int64_t ws
     return;
   }
   SerialBlasScope serial_blas;  // one GEMM per OpenMP thread
-  RegionErrors errors;  // a chunk's GEMM may throw (its scratch): rethrown after the region
+  RegionErrors errors;          // a chunk's GEMM may throw (its scratch): rethrown after the region
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
