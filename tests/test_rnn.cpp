@@ -8,6 +8,7 @@
 
 #include "kernels/core/error.h"
 #include "kernels/core/problem.h"
+#include "kernels/gemm/cpu/sgemm.h"
 #include "kernels/rnn/rnn.h"
 
 namespace pb {
@@ -121,6 +122,57 @@ TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
           EXPECT_TRUE(names.count(dir == Dir::fwd ? "input_proj_ms" : "weight_grad_ms")) << impl;
         }
       }
+    }
+}
+
+// cpu/blas keeps R in its own forms (R^T, and with PRIMBENCH_SGEMM=packed both packed for the
+// per-step products): new recurrent weights reach the output only through weights(), and then
+// exactly as a fresh plan on them; forward and backward, every cell, batches around the packed
+// product's column tiles.
+TEST(RnnSmoke, BlasTakesNewRecurrentWeightsInWeights) {
+  const RegistryEntry<RnnDesc>* blas = nullptr;
+  for (const auto& e : rnn_registry())
+    if (e.name == "cpu/blas") blas = &e;
+  ASSERT_TRUE(blas);
+  auto outputs = [](RnnImpl& impl) {
+    run_phases(impl);
+    std::vector<std::vector<float>> v;
+    for (const Tensor& t : impl.result()) v.emplace_back(t.data(), t.data() + t.size());
+    return v;
+  };
+  for (const char* text : {"lstm_h37n9t3i5", "gru_h53n1t3", "rnn_h50n17t2i3"})
+    for (Dir dir : {Dir::fwd, Dir::bwd}) {
+      SCOPED_TRACE(std::string(text) + (dir == Dir::fwd ? " fwd" : " bwd"));
+      const RnnDesc d = RnnDesc::parse(text);
+      std::vector<Tensor> in;
+      in.emplace_back(Dims{d.t, d.n, d.i});
+      in.emplace_back(Dims{d.n, d.h});
+      if (d.has_c()) in.emplace_back(Dims{d.n, d.h});
+      in.emplace_back(Dims{d.gates(), d.h, d.i});
+      in.emplace_back(Dims{d.gates(), d.h, d.h});
+      in.emplace_back(Dims{d.bias_gates(), d.h});
+      if (dir == Dir::bwd) in.emplace_back(Dims{d.t, d.n, d.h});
+      for (size_t k = 0; k < in.size(); ++k)
+        for (int64_t j = 0; j < in[k].size(); ++j)
+          in[k][j] = 0.1f * static_cast<float>(static_cast<int>((j * 7 + k) % 11) - 5);
+      std::vector<const Tensor*> ptrs;
+      for (const Tensor& t : in) ptrs.push_back(&t);
+      Tensor& r = in[d.has_c() ? 4 : 3];
+      auto impl = blas->make();
+      plan_phases(*impl, d, dir, ptrs);
+      const auto before = outputs(*impl);
+      for (int64_t j = 0; j < r.size(); ++j)
+        r[j] = -0.5f * r[j] + 0.01f * static_cast<float>(j % 3);
+      // (The backward on a system BLAS reads R in place, as reads_inputs_in_place() allows.)
+      if (dir == Dir::fwd || sgemm_library() == "packed")
+        EXPECT_EQ(outputs(*impl), before) << "new R used without weights()";
+      impl->weights();
+      impl->forward_state();
+      const auto after = outputs(*impl);
+      EXPECT_NE(after, before);
+      auto fresh = blas->make();
+      plan_phases(*fresh, d, dir, ptrs);
+      EXPECT_EQ(after, outputs(*fresh)) << "weights() differs from a plan on the new R";
     }
 }
 

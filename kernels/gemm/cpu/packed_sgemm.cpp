@@ -19,94 +19,36 @@
 #include <new>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PB_X86 1
-#endif
-
 #include "kernels/core/machine.h"
 #include "kernels/core/threads.h"
 #include "kernels/core/vmath.h"
+#include "kernels/gemm/cpu/packed_sgemm_kernels.h"
 
 namespace pb {
+namespace sgemm_kernels {
+
 namespace {
+constexpr int64_t kKc = 256;  // the sum's block: a 48 x 256 A chunk is 48 KB, a B sliver 8 KB
 
-// One tile: C[0..mv) x [0..nv) = alpha * (A sliver x B sliver) + beta * C (beta == 0: C is not
-// read). a: MR floats per step of the sum, `as` apart; b: NR floats per step, packed.
-using Kernel = void (*)(int64_t kc, const float* a, int64_t as, const float* b, float* c,
-                        int64_t ldc, float alpha, float beta, int mv, int nv);
-
-// Writes a computed tile (column-major, MR rows per column in `t`) into C where it is partial.
-inline void store_partial(const float* t, int mr, float* c, int64_t ldc, float alpha, float beta,
-                          int mv, int nv) {
-  for (int j = 0; j < nv; ++j)
-    for (int i = 0; i < mv; ++i) {
-      float& dst = c[j * ldc + i];
-      dst = beta == 0.0f ? alpha * t[j * mr + i] : alpha * t[j * mr + i] + beta * dst;
-    }
+Config make_config() {
+  Config c{"generic", kernel_generic, in_place_generic, kMrGen, kNrGen, kKc, 0, 0};
+#ifdef PB_X86
+  const std::string isa = vmath::isa();  // the SIMD path in force (PRIMBENCH_SIMD narrows it)
+  if (isa == "avx512")
+    c = {"avx512", kernel_avx512, in_place_avx512, kMr512, kNr512, kKc, 0, 0};
+  else if (isa == "avx2")
+    c = {"avx2", kernel_avx2, in_place_avx2, kMr256, kNr256, kKc, 0, 0};
+#endif
+  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads); the
+  // sizes one core sees, from sysfs.
+  const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
+  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
+  c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
+  c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
+  return c;
 }
 
 #ifdef PB_X86
-constexpr int kMr512 = 48, kNr512 = 8;
-
-// V vectors of 16 rows (V = 3: the full 48-row sliver; 1 or 2 for a sliver's last rows, so that
-// a short tail does not pay for 48), nv <= 8 columns; rows past mv are masked off at the store.
-template <int V>
-__attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const float* a,
-                                                               int64_t as, const float* b, float* c,
-                                                               int64_t ldc, float alpha, float beta,
-                                                               int mv, int nv) {
-  __m512 acc[kNr512][V];
-#pragma GCC unroll 8
-  for (int j = 0; j < kNr512; ++j)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
-  // The C tile is read and written at the end: fetch it now, behind the sum (a large C is
-  // not in cache, and its columns lie ldc apart where no prefetcher follows).
-  for (int j = 0; j < nv; ++j)
-    for (int v = 0; v < V; ++v)
-      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 16 * v), _MM_HINT_T0);
-#pragma GCC unroll 2
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* ap = a + p * as;
-    __m512 av[V];
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
-    const float* bp = b + p * kNr512;
-#pragma GCC unroll 8
-    for (int j = 0; j < kNr512; ++j) {
-      const __m512 bj = _mm512_set1_ps(bp[j]);
-#pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(av[v], bj, acc[j][v]);
-    }
-  }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
-  for (int j = 0; j < kNr512; ++j) {  // constant indices (see tile_avx2)
-    if (j >= nv) break;
-    float* cj = c + j * ldc;
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) {
-      const int rows = mv - 16 * v;
-      const __mmask16 k = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
-      __m512 r = _mm512_mul_ps(va, acc[j][v]);
-      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, cj + 16 * v), r);
-      _mm512_mask_storeu_ps(cj + 16 * v, k, r);
-    }
-  }
-}
-
-__attribute__((target("avx512f,fma"))) void kernel_avx512(int64_t kc, const float* a, int64_t as,
-                                                          const float* b, float* c, int64_t ldc,
-                                                          float alpha, float beta, int mv, int nv) {
-  if (mv > 32)
-    tile_avx512<3>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-  else if (mv > 16)
-    tile_avx512<2>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-  else
-    tile_avx512<1>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-}
-
 // op(A) = A^T and op(B) = B with few columns (vgg16 fc6's bwd_d, DeepBench's N = 16 with K up
 // to 500000): both operands are contiguous along the sum, so each C element is a dot product.
 // No packing: the sum is cut into chunks of kDotChunk; within one, R = 4 rows of op(A) (128 KB)
@@ -236,68 +178,6 @@ __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, in
   }
 }
 
-constexpr int kMr256 = 24, kNr256 = 4;
-
-// V vectors of 8 rows (3: the full 24-row sliver), as tile_avx512; rows past mv are masked off.
-template <int V>
-__attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const float* a, int64_t as,
-                                                          const float* b, float* c, int64_t ldc,
-                                                          float alpha, float beta, int mv, int nv) {
-  __m256 acc[kNr256][V];
-#pragma GCC unroll 4
-  for (int j = 0; j < kNr256; ++j)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
-  for (int j = 0; j < nv; ++j)  // the C tile, behind the sum (see tile_avx512)
-    for (int v = 0; v < V; ++v)
-      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 8 * v), _MM_HINT_T0);
-  // (No unrolling: 12 accumulators, 3 A vectors and a broadcast fill the 16 ymm registers.)
-  for (int64_t p = 0; p < kc; ++p) {
-    const float* ap = a + p * as;
-    __m256 av[V];
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) av[v] = _mm256_loadu_ps(ap + 8 * v);
-    const float* bp = b + p * kNr256;
-#pragma GCC unroll 4
-    for (int j = 0; j < kNr256; ++j) {
-      const __m256 bj = _mm256_broadcast_ss(bp + j);
-#pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(av[v], bj, acc[j][v]);
-    }
-  }
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  // Unrolled with constant indices: a runtime index would keep acc in memory, and GCC then
-  // stores every accumulator on every step of the sum.
-#pragma GCC unroll 4
-  for (int j = 0; j < kNr256; ++j) {
-    if (j >= nv) break;
-    float* cj = c + j * ldc;
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) {
-      __m256 r = _mm256_mul_ps(va, acc[j][v]);
-      if (mv - 8 * v >= 8) {
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cj + 8 * v), r);
-        _mm256_storeu_ps(cj + 8 * v, r);
-      } else {
-        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv - 8 * v), lane);
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj + 8 * v, k), r);
-        _mm256_maskstore_ps(cj + 8 * v, k, r);
-      }
-    }
-  }
-}
-
-__attribute__((target("avx2,fma"))) void kernel_avx2(int64_t kc, const float* a, int64_t as,
-                                                     const float* b, float* c, int64_t ldc,
-                                                     float alpha, float beta, int mv, int nv) {
-  if (mv > 16)
-    tile_avx2<3>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-  else if (mv > 8)
-    tile_avx2<2>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-  else
-    tile_avx2<1>(kc, a, as, b, c, ldc, alpha, beta, mv, nv);
-}
 #endif
 
 #ifdef PB_X86
@@ -305,58 +185,6 @@ constexpr int64_t kDotMaxN = 32;  // up to here, A^T x B as dot products beats p
 #endif
 
 constexpr int64_t kDirectMaxN = 64;  // up to here, op(A) = A is read in place, not packed
-
-// Portable: an 8 x 4 tile the compiler vectorises as it can.
-constexpr int kMrGen = 8, kNrGen = 4;
-void kernel_generic(int64_t kc, const float* a, int64_t as, const float* b, float* c, int64_t ldc,
-                    float alpha, float beta, int mv, int nv) {
-  float t[kNrGen * kMrGen] = {};
-  for (int64_t p = 0; p < kc; ++p)
-    for (int j = 0; j < kNrGen; ++j)
-      for (int i = 0; i < kMrGen; ++i) t[j * kMrGen + i] += a[p * as + i] * b[p * kNrGen + j];
-  store_partial(t, kMrGen, c, ldc, alpha, beta, mv, nv);
-}
-
-struct Config {
-  const char* isa;
-  Kernel kernel;
-  int mr, nr;
-  int64_t kc, mc, nc;
-};
-
-Config make_config() {
-  Config c{"generic", kernel_generic, kMrGen, kNrGen, 256, 0, 0};
-#ifdef PB_X86
-  const std::string isa = vmath::isa();  // the SIMD path in force (PRIMBENCH_SIMD narrows it)
-  if (isa == "avx512")
-    c = {"avx512", kernel_avx512, kMr512, kNr512, 256, 0, 0};
-  else if (isa == "avx2")
-    c = {"avx2", kernel_avx2, kMr256, kNr256, 256, 0, 0};
-#endif
-  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads); the
-  // sizes one core sees, from sysfs.
-  const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
-  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
-  c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
-  c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
-  return c;
-}
-
-const Config& config() {
-  static const Config c = make_config();
-  return c;
-}
-
-// A 64-byte aligned scratch area of this thread, grown as needed (no allocation once warm).
-// in_region: grown inside a parallel region (where PRIMBENCH_INJECT_BAD_ALLOC=scratch fails it).
-float* scratch(std::vector<float>& v, size_t floats, bool in_region = false) {
-  if (v.size() < floats + 16) {
-    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
-    v.resize(floats + 16);
-  }
-  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
-  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
-}
 
 #ifdef PB_X86
 // dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
@@ -402,7 +230,13 @@ void transpose_copy(const float* src, int64_t ss, int rows, int64_t cols, float*
     for (int64_t p = 0; p < cols; ++p) dst[p * ds + r] = src[r * ss + p];
 }
 
-// op(A)[i0 .. i0+mc) x [p0 .. p0+kc) into MR-row slivers, sliver s at dst + s*MR*kc, zero-padded.
+}  // namespace
+
+const Config& config() {
+  static const Config c = make_config();
+  return c;
+}
+
 void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             int mr, int64_t s_begin, int64_t s_end, float* dst) {
   if (!ta) {
@@ -427,6 +261,8 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_
     for (int64_t p = 0; mv < mr && p < kc; ++p) std::fill(d + p * mr + mv, d + (p + 1) * mr, 0.0f);
   }
 }
+
+namespace {
 
 // op(B)[p0 .. p0+kc) x [j0 .. j0+nc) into NR-column slivers, sliver s at dst + s*NR*kc.
 void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
@@ -453,11 +289,10 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
     for (int64_t i = 0; i < m; ++i) c[j * ldc + i] = beta == 0.0f ? 0.0f : beta * c[j * ldc + i];
 }
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 }  // namespace
+}  // namespace sgemm_kernels
+
+using namespace sgemm_kernels;
 
 SgemmBlocking sgemm_packed_blocking() {
   const Config& c = config();

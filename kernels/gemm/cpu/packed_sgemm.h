@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pb {
 
@@ -13,6 +14,49 @@ namespace pb {
 // sizes (0 included: then only beta scales C) and leading dimensions >= the stored rows.
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// op(A) packed once into the micro-kernel's row slivers, for an A that many products share (an
+// RNN's weights, every step): each product then streams A contiguously instead of packing it
+// or reading it column by column (ldA apart). The rows are packed in groups, each from a sliver
+// boundary, so that a thread can own whole groups: group g holds rows [row0, row0 + rows) of
+// op(A) and its products write those rows of C. The layout follows the micro-kernel in force
+// (PRIMBENCH_SIMD), fixed for the process.
+class SgemmPackedA {
+ public:
+  struct Rows {
+    int64_t row0 = 0, rows = 0;
+  };
+  // op(A) is m x k (A stored k x m with lda when ta, else m x k), column-major; no groups: one
+  // group of all m rows. Throws InputError naming the field for rows outside op(A).
+  void pack(bool ta, int64_t m, int64_t k, const float* a, int64_t lda,
+            const std::vector<Rows>& groups = {});
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+  size_t groups() const { return group_first_.empty() ? 0 : group_first_.size() - 1; }
+  size_t bytes() const { return data_.size() * sizeof(float); }
+
+ private:
+  friend struct PrepackedAccess;
+  int mr_ = 0;
+  int64_t m_ = 0, k_ = 0;
+  size_t head_ = 0;                   // data() = data_.data() + head_ (64-byte aligned when packed)
+  std::vector<float> data_;           // sliver s at data() + s * mr * k (MR floats per step)
+  std::vector<int64_t> sliver_row_;   // the row of op(A) (and C) a sliver starts at
+  std::vector<int> sliver_rows_;      // its rows (< mr for a group's last sliver)
+  std::vector<int64_t> group_first_;  // group g's slivers: [group_first[g], group_first[g+1])
+  const float* data() const;
+};
+
+// C = alpha * op(A)[group's rows] x op(B) + beta * C on those rows (beta == 0: C is not read),
+// op(B) k x n read in place (B stored k x n with ldb, or n x k when tb), column-major C with
+// ldc; on the calling thread (for threads that each own groups, inside their parallel region).
+// Throws InputError naming the field for a group that is not there, n < 0 or a leading
+// dimension below op(B)'s or C's rows.
+void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// Every group, the slivers split over gemm_threads() threads.
+void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,
+                     int64_t ldb, float beta, float* c, int64_t ldc);
 
 // The micro-kernel's tile (mr x nr) and the cache blocks in use, and as one line, e.g.
 // "avx512 48x8, kc 256 mc 480 nc 4096". The ISA follows PRIMBENCH_SIMD (kernels/core/vmath.h).

@@ -2,7 +2,9 @@
 // recurrent weights for all gates (OpenBLAS) and one fused pointwise pass (OpenMP + SIMD).
 // Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
 // are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
-// third. A reduced data type (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
+// third. With PRIMBENCH_SGEMM=packed (the default) the per-step products read R packed once in
+// weights() (SgemmPackedA, as oneDNN packs its RNN weights); openblas and blis are called as
+// before. A reduced data type (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 
 #include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
 #include "kernels/gemm/cpu/sgemm.h"
 #include "kernels/rnn/cpu/blas_lowp.h"
 #include "kernels/rnn/cpu/pointwise.h"
@@ -146,7 +149,8 @@ class RnnCpuBlas : public StagedRnn {
   size_t workspace_bytes() const override {
     if (lowp_) return lowp_->workspace_bytes();
     return 4 * (wt_.size() + rt_.size() + xp_.size() + hs_.size() + cs_.size() + hr_.size() +
-                rh_.size() + gw_.size() + gr_.size());
+                rh_.size() + gw_.size() + gr_.size()) +
+           (prepacked_ ? rp_fwd_.bytes() + rp_bwd_.bytes() : 0);
   }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
@@ -158,7 +162,8 @@ class RnnCpuBlas : public StagedRnn {
         {"recur_over_gemm", paired_ratio_},  // recurrent / gemm_only, paired in prepare
         {"recurrent_share", total > 0 ? recurrent_ms_ / total : 0},
         {"convert_ms", convert_ms_},
-        {"pw_threads", parallel_pw_ ? 0.0 + threads() : 1.0}};
+        {"pw_threads", parallel_pw_ ? 0.0 + threads() : 1.0},
+        {"r_prepacked", prepacked_ ? 1.0 : 0.0}};  // the per-step products read R packed once
     // bwd: the sgemms after the loop (dW, dR, db and dx), under the name they had before dx.
     v.emplace_back(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms",
                    dir_ == Dir::fwd ? first_ms_ : last_ms_);
@@ -166,12 +171,24 @@ class RnnCpuBlas : public StagedRnn {
   }
 
  private:
-  // What derives from the weights: W^T and R^T.
+  // What derives from the weights: W^T and R^T, and with our own SGEMM, the per-step products'
+  // op(A) packed into its micro-kernel's slivers: R^T (GH x H, column-major) for the forward, R
+  // (H x GH) for the backward's dh_{t-1} (the backward's plan runs the forward too).
   void load_weights() override {
     if (lowp_) return lowp_->weights();
     double t0 = now_seconds();
-    transpose(w_->data(), d_.gh(), d_.i, wt_.data());
-    transpose(r_->data(), d_.gh(), d_.h, rt_.data());
+    const int64_t H = d_.h, GH = d_.gh();
+    transpose(w_->data(), GH, d_.i, wt_.data());
+    transpose(r_->data(), GH, H, rt_.data());
+    prepacked_ = sgemm_library() == "packed";
+    // Packed again in place on every call (a training step: no allocation once warm); nothing
+    // is kept from a plan of another direction or library.
+    if (prepacked_) rp_fwd_.pack(false, GH, H, rt_.data(), GH);
+    if (prepacked_ && dir_ == Dir::bwd)
+      rp_bwd_.pack(false, H, GH, r_->data(), H);
+    else
+      rp_bwd_ = SgemmPackedA();
+    if (!prepacked_) rp_fwd_ = SgemmPackedA();
     convert_ms_ = 1e3 * (now_seconds() - t0);
   }
   // The initial states into the state sequences.
@@ -183,19 +200,27 @@ class RnnCpuBlas : public StagedRnn {
   }
 
   // LSTM/RNN: xp_t += h_{t-1} R^T in place; GRU: hr = h_{t-1} R^T (kept apart for the reset).
+  // Row-major N x GH, in column-major terms C^T (GH x N) = (R^T)^T-stored A x h_{t-1}^T.
   void step_gemm_fwd(int64_t t) {
     const int64_t N = d_.n, H = d_.h, GH = d_.gh();
     const float* hp = &hs_[t * N * H];
-    if (d_.cell == Cell::gru)
-      sgemm(false, N, GH, H, hp, H, rt_.data(), GH, 0.0f, hr_.data(), GH);
+    const bool gru = d_.cell == Cell::gru;
+    float* c = gru ? hr_.data() : &xp_[t * N * GH];
+    const float beta = gru ? 0.0f : 1.0f;
+    if (prepacked_)
+      sgemm_prepacked(rp_fwd_, false, N, 1.0f, hp, H, beta, c, GH);
     else
-      sgemm(false, N, GH, H, hp, H, rt_.data(), GH, 1.0f, &xp_[t * N * GH], GH);
+      sgemm(false, N, GH, H, hp, H, rt_.data(), GH, beta, c, GH);
   }
   // dL/dh_{t-1} (+)= g_t R, accumulating onto the GRU's direct part.
   void step_gemm_bwd(int64_t t, float* dhp) {
     const int64_t N = d_.n, H = d_.h, GH = d_.gh();
     const float* g = d_.cell == Cell::gru ? &gr_[t * N * GH] : &gw_[t * N * GH];
-    sgemm(false, N, H, GH, g, GH, r_->data(), H, d_.cell == Cell::gru ? 1.0f : 0.0f, dhp, H);
+    const float beta = d_.cell == Cell::gru ? 1.0f : 0.0f;
+    if (prepacked_)
+      sgemm_prepacked(rp_bwd_, false, N, 1.0f, g, GH, beta, dhp, H);
+    else
+      sgemm(false, N, H, GH, g, GH, r_->data(), H, beta, dhp, H);
   }
 
   void forward() {
@@ -305,8 +330,9 @@ class RnnCpuBlas : public StagedRnn {
                *b_ = nullptr, *dy_ = nullptr;
   std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;
   std::vector<float> dh_[2];
+  SgemmPackedA rp_fwd_, rp_bwd_;  // R^T and R packed for the per-step products (prepacked_)
   int last_ = 0, runs_ = 0;
-  bool parallel_pw_ = false;
+  bool parallel_pw_ = false, prepacked_ = false;
   double paired_ratio_ = 0;
   double convert_ms_ = 0, gemm_only_ms_ = 0, first_ms_ = 0, recurrent_ms_ = 0, last_ms_ = 0;
 };

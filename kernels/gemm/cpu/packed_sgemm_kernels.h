@@ -1,0 +1,310 @@
+// Internal to cpu/packed's SGEMM (packed_sgemm.cpp: the loop nest; packed_sgemm_prepacked.cpp:
+// products with an A packed once): the micro-kernels, the configuration they run under, the A
+// pack and the per-thread scratch. A tile reads B through an accessor: packed NR-column slivers
+// (pack_b) or B in place, column by column.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PB_X86 1
+#endif
+
+#include "kernels/core/threads.h"
+
+namespace pb::sgemm_kernels {
+
+// B packed by pack_b: NR values per step of the sum (zero past the matrix).
+template <int NR>
+struct PackedB {
+  const float* b;
+  float at(int64_t p, int j) const { return b[p * NR + j]; }
+};
+
+// B in place: value (p, j) at cols[j][p * step]; columns past the tile's nv repeat its last one,
+// so that a tile never reads outside B (their sums are computed and never stored).
+template <int NB>
+struct InPlaceB {
+  const float* cols[NB];
+  int64_t step;
+  InPlaceB(const float* b, int64_t col_stride, int64_t p_stride, int nv) : step(p_stride) {
+    for (int j = 0; j < NB; ++j) cols[j] = b + std::min(j, nv - 1) * col_stride;
+  }
+  float at(int64_t p, int j) const { return cols[j][p * step]; }
+};
+
+// A kernel over packed B slivers: C[0..mv) x [0..nv) = alpha * (A sliver x B sliver) + beta * C
+// (beta == 0: C is not read). a: MR floats per step of the sum, `as` apart; b: NR per step.
+using Kernel = void (*)(int64_t kc, const float* a, int64_t as, const float* b, float* c,
+                        int64_t ldc, float alpha, float beta, int mv, int nv);
+// The same over B in place: value (p, j) of op(B) at b[j * col_stride + p * p_stride]; a packed
+// sliver (MR floats per step). nv may exceed NR: the kernel walks the columns in tiles.
+using InPlaceKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t col_stride,
+                               int64_t p_stride, float* c, int64_t ldc, float alpha, float beta,
+                               int mv, int nv);
+
+// Writes a computed tile (column-major, MR rows per column in `t`) into C where it is partial.
+inline void store_partial(const float* t, int mr, float* c, int64_t ldc, float alpha, float beta,
+                          int mv, int nv) {
+  for (int j = 0; j < nv; ++j)
+    for (int i = 0; i < mv; ++i) {
+      float& dst = c[j * ldc + i];
+      dst = beta == 0.0f ? alpha * t[j * mr + i] : alpha * t[j * mr + i] + beta * dst;
+    }
+}
+
+#ifdef PB_X86
+constexpr int kMr512 = 48, kNr512 = 8;
+
+// V vectors of 16 rows (V = 3: the full 48-row sliver; 1 or 2 for a sliver's last rows, so that
+// a short tail does not pay for 48), NB <= 8 columns of which nv are stored; rows past mv are
+// masked off at the store.
+template <int V, int NB, class B>
+__attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const float* a,
+                                                               int64_t as, B b, float* c,
+                                                               int64_t ldc, float alpha, float beta,
+                                                               int mv, int nv) {
+  __m512 acc[NB][V];
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
+  // The C tile is read and written at the end: fetch it now, behind the sum (a large C is
+  // not in cache, and its columns lie ldc apart where no prefetcher follows).
+  for (int j = 0; j < nv; ++j)
+    for (int v = 0; v < V; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 16 * v), _MM_HINT_T0);
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * as;
+    __m512 av[V];
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
+#pragma GCC unroll 8
+    for (int j = 0; j < NB; ++j) {
+      const __m512 bj = _mm512_set1_ps(b.at(p, j));
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm512_fmadd_ps(av[v], bj, acc[j][v]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j) {  // constant indices (see tile_avx2)
+    if (j >= nv) break;
+    float* cj = c + j * ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) {
+      const int rows = mv - 16 * v;
+      const __mmask16 k = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
+      __m512 r = _mm512_mul_ps(va, acc[j][v]);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, cj + 16 * v), r);
+      _mm512_mask_storeu_ps(cj + 16 * v, k, r);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) inline void kernel_avx512(int64_t kc, const float* a,
+                                                                 int64_t as, const float* b,
+                                                                 float* c, int64_t ldc, float alpha,
+                                                                 float beta, int mv, int nv) {
+  const PackedB<kNr512> pb{b};
+  if (mv > 32)
+    tile_avx512<3, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 16)
+    tile_avx512<2, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+  else
+    tile_avx512<1, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+}
+
+// B in place, nv columns in tiles of 8, the last one as narrow as its columns (1, 2, 4 or 8:
+// a matrix-vector product pays for one column, not eight).
+template <int V>
+__attribute__((target("avx512f,fma"))) inline void columns_avx512(int64_t kc, const float* a,
+                                                                  const float* b, int64_t cs,
+                                                                  int64_t ps, float* c, int64_t ldc,
+                                                                  float alpha, float beta, int mv,
+                                                                  int nv) {
+  for (int j0 = 0; j0 < nv; j0 += kNr512) {
+    const int w = std::min(kNr512, nv - j0);
+    const float* bj = b + j0 * cs;
+    float* cj = c + j0 * ldc;
+    if (w > 4)
+      tile_avx512<V, 8>(kc, a, kMr512, InPlaceB<8>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+    else if (w > 2)
+      tile_avx512<V, 4>(kc, a, kMr512, InPlaceB<4>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+    else if (w > 1)
+      tile_avx512<V, 2>(kc, a, kMr512, InPlaceB<2>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+    else
+      tile_avx512<V, 1>(kc, a, kMr512, InPlaceB<1>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+  }
+}
+
+__attribute__((target("avx512f,fma"))) inline void in_place_avx512(int64_t kc, const float* a,
+                                                                   const float* b, int64_t cs,
+                                                                   int64_t ps, float* c,
+                                                                   int64_t ldc, float alpha,
+                                                                   float beta, int mv, int nv) {
+  if (mv > 32)
+    columns_avx512<3>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 16)
+    columns_avx512<2>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+  else
+    columns_avx512<1>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+}
+
+constexpr int kMr256 = 24, kNr256 = 4;
+
+// V vectors of 8 rows (3: the full 24-row sliver), NB <= 4 columns, as tile_avx512; rows past
+// mv are masked off.
+template <int V, int NB, class B>
+__attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const float* a, int64_t as,
+                                                          B b, float* c, int64_t ldc, float alpha,
+                                                          float beta, int mv, int nv) {
+  __m256 acc[NB][V];
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_ps();
+  for (int j = 0; j < nv; ++j)  // the C tile, behind the sum (see tile_avx512)
+    for (int v = 0; v < V; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 8 * v), _MM_HINT_T0);
+  // (No unrolling: 12 accumulators, 3 A vectors and a broadcast fill the 16 ymm registers.)
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * as;
+    __m256 av[V];
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) av[v] = _mm256_loadu_ps(ap + 8 * v);
+#pragma GCC unroll 4
+    for (int j = 0; j < NB; ++j) {
+      const __m256 bj = _mm256_set1_ps(b.at(p, j));
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(av[v], bj, acc[j][v]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  // Unrolled with constant indices: a runtime index would keep acc in memory, and GCC then
+  // stores every accumulator on every step of the sum.
+#pragma GCC unroll 4
+  for (int j = 0; j < NB; ++j) {
+    if (j >= nv) break;
+    float* cj = c + j * ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) {
+      __m256 r = _mm256_mul_ps(va, acc[j][v]);
+      if (mv - 8 * v >= 8) {
+        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cj + 8 * v), r);
+        _mm256_storeu_ps(cj + 8 * v, r);
+      } else {
+        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv - 8 * v), lane);
+        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj + 8 * v, k), r);
+        _mm256_maskstore_ps(cj + 8 * v, k, r);
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void kernel_avx2(int64_t kc, const float* a, int64_t as,
+                                                            const float* b, float* c, int64_t ldc,
+                                                            float alpha, float beta, int mv,
+                                                            int nv) {
+  const PackedB<kNr256> pb{b};
+  if (mv > 16)
+    tile_avx2<3, kNr256>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 8)
+    tile_avx2<2, kNr256>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+  else
+    tile_avx2<1, kNr256>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+}
+
+template <int V>
+__attribute__((target("avx2,fma"))) inline void columns_avx2(int64_t kc, const float* a,
+                                                             const float* b, int64_t cs, int64_t ps,
+                                                             float* c, int64_t ldc, float alpha,
+                                                             float beta, int mv, int nv) {
+  for (int j0 = 0; j0 < nv; j0 += kNr256) {
+    const int w = std::min(kNr256, nv - j0);
+    const float* bj = b + j0 * cs;
+    float* cj = c + j0 * ldc;
+    if (w > 2)
+      tile_avx2<V, 4>(kc, a, kMr256, InPlaceB<4>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+    else if (w > 1)
+      tile_avx2<V, 2>(kc, a, kMr256, InPlaceB<2>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+    else
+      tile_avx2<V, 1>(kc, a, kMr256, InPlaceB<1>(bj, cs, ps, w), cj, ldc, alpha, beta, mv, w);
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void in_place_avx2(int64_t kc, const float* a,
+                                                              const float* b, int64_t cs,
+                                                              int64_t ps, float* c, int64_t ldc,
+                                                              float alpha, float beta, int mv,
+                                                              int nv) {
+  if (mv > 16)
+    columns_avx2<3>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 8)
+    columns_avx2<2>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+  else
+    columns_avx2<1>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
+}
+#endif
+
+// Portable: an 8 x 4 tile the compiler vectorises as it can.
+constexpr int kMrGen = 8, kNrGen = 4;
+template <class B>
+inline void tile_generic(int64_t kc, const float* a, int64_t as, B b, float* c, int64_t ldc,
+                         float alpha, float beta, int mv, int nv) {
+  float t[kNrGen * kMrGen] = {};
+  for (int64_t p = 0; p < kc; ++p)
+    for (int j = 0; j < kNrGen; ++j)
+      for (int i = 0; i < kMrGen; ++i) t[j * kMrGen + i] += a[p * as + i] * b.at(p, j);
+  store_partial(t, kMrGen, c, ldc, alpha, beta, mv, nv);
+}
+inline void kernel_generic(int64_t kc, const float* a, int64_t as, const float* b, float* c,
+                           int64_t ldc, float alpha, float beta, int mv, int nv) {
+  tile_generic(kc, a, as, PackedB<kNrGen>{b}, c, ldc, alpha, beta, mv, nv);
+}
+inline void in_place_generic(int64_t kc, const float* a, const float* b, int64_t cs, int64_t ps,
+                             float* c, int64_t ldc, float alpha, float beta, int mv, int nv) {
+  for (int j0 = 0; j0 < nv; j0 += kNrGen) {
+    const int w = std::min(kNrGen, nv - j0);
+    tile_generic(kc, a, kMrGen, InPlaceB<kNrGen>(b + j0 * cs, cs, ps, w), c + j0 * ldc, ldc, alpha,
+                 beta, mv, w);
+  }
+}
+
+// The micro-kernels and cache blocks in force (the ISA follows PRIMBENCH_SIMD).
+struct Config {
+  const char* isa;
+  Kernel kernel;
+  InPlaceKernel in_place;
+  int mr, nr;
+  int64_t kc, mc, nc;
+};
+const Config& config();
+
+// A 64-byte aligned scratch area of `floats` in v, grown as needed (no allocation once warm).
+// in_region: grown inside a parallel region (where PRIMBENCH_INJECT_BAD_ALLOC=scratch fails it).
+inline float* scratch(std::vector<float>& v, size_t floats, bool in_region = false) {
+  if (v.size() < floats + 16) {
+    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
+    v.resize(floats + 16);
+  }
+  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+}
+
+// op(A)[i0 .. i0+mc) x [p0 .. p0+kc) into MR-row slivers, slivers [s_begin, s_end) of the
+// block, sliver s at dst + s*MR*kc (MR floats per step of the sum), zero-padded past mc.
+void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            int mr, int64_t s_begin, int64_t s_end, float* dst);
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace pb::sgemm_kernels

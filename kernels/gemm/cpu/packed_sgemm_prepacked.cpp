@@ -1,0 +1,171 @@
+// cpu/packed's products with an A packed once (SgemmPackedA, packed_sgemm.h): each sliver of A
+// streams contiguously from wherever it lives, op(B) is read in place by the micro-kernel (no
+// pack), and the loops keep a sliver's chunk of the sum in L1 across B's columns:
+//   column blocks of B (the block's K x columns fit half of L2)
+//     slivers of A (a thread's own, in order)
+//       KC chunks of the sum: the micro-kernel over every column of the block
+// The C tile of a sliver stays in cache across the chunks of the sum.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "kernels/core/error.h"
+#include "kernels/core/machine.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
+#include "kernels/gemm/cpu/packed_sgemm_kernels.h"
+
+namespace pb {
+
+using namespace sgemm_kernels;
+
+namespace {
+constexpr int64_t kKcInPlace = 128;  // a 48-row chunk of the sum: 24 KB, half of L1
+}  // namespace
+
+// The packed data and its sliver table, for the products below.
+struct PrepackedAccess {
+  static const float* data(const SgemmPackedA& a) { return a.data(); }
+  static int mr(const SgemmPackedA& a) { return a.mr_; }
+  static int64_t row(const SgemmPackedA& a, int64_t s) { return a.sliver_row_[s]; }
+  static int rows(const SgemmPackedA& a, int64_t s) { return a.sliver_rows_[s]; }
+  static int64_t first(const SgemmPackedA& a, size_t g) { return a.group_first_[g]; }
+};
+
+// An offset, not an address: a copy keeps the layout (only its alignment may differ).
+const float* SgemmPackedA::data() const {
+  return data_.data() + head_;
+}
+
+void SgemmPackedA::pack(bool ta, int64_t m, int64_t k, const float* a, int64_t lda,
+                        const std::vector<Rows>& groups) {
+  if (m < 0) throw InputError("m", "must not be negative, got " + std::to_string(m));
+  if (k < 0) throw InputError("k", "must not be negative, got " + std::to_string(k));
+  const int64_t rows_stored = ta ? k : m;
+  if (lda < std::max<int64_t>(1, rows_stored))
+    throw InputError("lda", std::to_string(lda) + " is below A's " + std::to_string(rows_stored) +
+                                " stored rows");
+  std::vector<Rows> gs = groups;
+  if (gs.empty()) gs.push_back({0, m});
+  // Disjoint and in order: threads that own groups write their rows of C alone.
+  int64_t end = 0;
+  for (const Rows& g : gs) {
+    if (g.row0 < end || g.rows < 0 || g.row0 + g.rows > m)
+      throw InputError(
+          "groups", "rows [" + std::to_string(g.row0) + ", " + std::to_string(g.row0 + g.rows) +
+                        ") overlap the group before or lie outside op(A)'s " + std::to_string(m));
+    end = g.row0 + g.rows;
+  }
+  const Config& cf = config();
+  mr_ = cf.mr;
+  m_ = m;
+  k_ = k;
+  sliver_row_.clear();
+  sliver_rows_.clear();
+  group_first_.assign(1, 0);
+  for (const Rows& g : gs) {
+    for (int64_t r = 0; r < g.rows; r += mr_) {
+      sliver_row_.push_back(g.row0 + r);
+      sliver_rows_.push_back(static_cast<int>(std::min<int64_t>(mr_, g.rows - r)));
+    }
+    group_first_.push_back(static_cast<int64_t>(sliver_row_.size()));
+  }
+  data_.assign(sliver_row_.size() * mr_ * k + 16, 0.0f);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data_.data());
+  head_ = (((p + 63) & ~uintptr_t(63)) - p) / sizeof(float);
+  float* d = data_.data() + head_;
+  for (size_t g = 0; g < gs.size(); ++g) {
+    const int64_t s0 = group_first_[g], n_sl = group_first_[g + 1] - s0;
+    if (n_sl && k) pack_a(ta, a, lda, gs[g].row0, gs[g].rows, 0, k, mr_, 0, n_sl, d + s0 * mr_ * k);
+  }
+}
+
+namespace {
+
+// Slivers [s0, s1) of `a` x op(B)'s columns [j0, j1), on the calling thread.
+void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t j1, bool tb,
+             float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  using P = PrepackedAccess;
+  const Config& cf = config();
+  const int64_t k = a.k(), mr = P::mr(a);
+  // op(B)(p, j) at b[j * cs + p * ps].
+  const int64_t cs = tb ? 1 : ldb, ps = tb ? ldb : 1;
+  // Columns per block: the block's whole sum (k x columns) in half of L2.
+  static const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
+  const int64_t nb =
+      std::max<int64_t>(cf.nr, l2 / 2 / (4 * std::max<int64_t>(k, 1)) / cf.nr * cf.nr);
+  for (int64_t jc = j0; jc < j1; jc += nb) {
+    const int nv = static_cast<int>(std::min(nb, j1 - jc));
+    for (int64_t s = s0; s < s1; ++s) {
+      const float* as = P::data(a) + s * mr * k;
+      float* cs_tile = c + P::row(a, s) + jc * ldc;
+      for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
+        const int64_t kc = std::min(kKcInPlace, k - pc);
+        cf.in_place(kc, as + pc * mr, b + jc * cs + pc * ps, cs, ps, cs_tile, ldc, alpha,
+                    pc == 0 ? beta : 1.0f, P::rows(a, s), nv);
+      }
+    }
+  }
+}
+
+// C rows of slivers [s0, s1) = beta * C (k == 0 or alpha == 0).
+void scale_rows(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t n, float beta, float* c,
+                int64_t ldc) {
+  using P = PrepackedAccess;
+  for (int64_t s = s0; s < s1; ++s)
+    for (int64_t j = 0; j < n; ++j) {
+      float* cj = c + P::row(a, s) + j * ldc;
+      for (int i = 0; i < P::rows(a, s); ++i) cj[i] = beta == 0.0f ? 0.0f : beta * cj[i];
+    }
+}
+
+void check_call(const SgemmPackedA& a, bool tb, int64_t n, int64_t ldb, int64_t ldc) {
+  if (n < 0) throw InputError("n", "must not be negative, got " + std::to_string(n));
+  const int64_t b_rows = tb ? n : a.k();
+  if (ldb < std::max<int64_t>(1, b_rows))
+    throw InputError(
+        "ldb", std::to_string(ldb) + " is below B's " + std::to_string(b_rows) + " stored rows");
+  if (ldc < std::max<int64_t>(1, a.m()))
+    throw InputError("ldc",
+                     std::to_string(ldc) + " is below C's " + std::to_string(a.m()) + " rows");
+}
+
+void run_slivers(const SgemmPackedA& a, int64_t s0, int64_t s1, bool tb, int64_t n, float alpha,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (n <= 0 || s1 <= s0) return;
+  if (a.k() == 0 || alpha == 0.0f) {
+    if (beta != 1.0f) scale_rows(a, s0, s1, n, beta, c, ldc);
+    return;
+  }
+  product(a, s0, s1, 0, n, tb, alpha, b, ldb, beta, c, ldc);
+}
+
+}  // namespace
+
+void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!a.groups()) throw InputError("a", "is not packed (SgemmPackedA::pack)");
+  if (group >= a.groups())
+    throw InputError("group", std::to_string(group) + " of " + std::to_string(a.groups()));
+  check_call(a, tb, n, ldb, ldc);
+  run_slivers(a, PrepackedAccess::first(a, group), PrepackedAccess::first(a, group + 1), tb, n,
+              alpha, b, ldb, beta, c, ldc);
+}
+
+void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,
+                     int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (!a.groups()) throw InputError("a", "is not packed (SgemmPackedA::pack)");
+  check_call(a, tb, n, ldb, ldc);
+  const int64_t n_sl = PrepackedAccess::first(a, a.groups());
+  const int nt = static_cast<int>(
+      std::min<int64_t>(gemm_threads(n_sl * PrepackedAccess::mr(a), n, a.k()), n_sl));
+  if (nt <= 1) return run_slivers(a, 0, n_sl, tb, n, alpha, b, ldb, beta, c, ldc);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    run_slivers(a, n_sl * t / nt, n_sl * (t + 1) / nt, tb, n, alpha, b, ldb, beta, c, ldc);
+  }
+}
+
+}  // namespace pb
