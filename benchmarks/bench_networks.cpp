@@ -181,11 +181,27 @@ Flags take_flags(int* argc, char** argv) {
 
 int g_failures = 0;  // networks that failed to plan or run (FAIL rows): exit status 1
 
+// Runs `plan`; false when it threw, the benchmark then skipped: "unsupported: ..." for
+// Unsupported, a FAIL row (counted in g_failures) for any other error.
+template <class F>
+bool planned(benchmark::State& st, F&& plan) {
+  try {
+    plan();
+    return true;
+  } catch (const pb::Unsupported& e) {
+    st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
+  } catch (const std::exception& e) {
+    ++g_failures;
+    st.SkipWithError((std::string("FAIL: error: ") + e.what()).c_str());
+  }
+  return false;
+}
+
 void run(benchmark::State& st, const std::string& name, const pb::Network& net,
          const pb::NetOptions& opt, const std::string& layers_dir) {
   std::unique_ptr<pb::Executor> ex;
   pb::PrecisionCheck prec;
-  try {
+  const bool ok = planned(st, [&] {
     // A reduced type: the fp32 network's first step first (same seed, weights and batch), then
     // the typed network's first step (the warm-up) against it.
     pb::Tensor f32_logits;
@@ -199,14 +215,8 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
     ex = std::make_unique<pb::Executor>(net, opt);
     ex->step();  // warm-up
     if (!opt.dt.is_f32()) prec = pb::compare_logits(ex->output(), f32_logits, net.mb);
-  } catch (const pb::Unsupported& e) {
-    st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
-    return;
-  } catch (const std::exception& e) {
-    ++g_failures;
-    st.SkipWithError((std::string("FAIL: error: ") + e.what()).c_str());
-    return;
-  }
+  });
+  if (!ok) return;
   std::vector<double> steps;
   for (auto _ : st) {
     steps.push_back(ex->step());
@@ -280,7 +290,7 @@ void run_dp(benchmark::State& st, const pb::Network& net, const pb::NetOptions& 
             const pb::DataParallelOptions& dpo) {
   const int rank = pb::world::rank(), ranks = pb::world::size();
   pb::DataParallelResult r;
-  try {
+  const bool ok = planned(st, [&] {
     pb::agree_across_ranks({{"--primbench_batch", std::to_string(net.batch())},
                             {"network", pb::network_signature(net)},
                             {"backend", opt.backend},
@@ -296,14 +306,8 @@ void run_dp(benchmark::State& st, const pb::Network& net, const pb::NetOptions& 
       dp = std::make_unique<pb::DataParallel>(ex, dpo);
     }
     r = pb::measure_data_parallel(ex, *dp, opt, 1, static_cast<int>(st.max_iterations), {}, "");
-  } catch (const pb::Unsupported& e) {
-    st.SkipWithError(("unsupported: " + std::string(e.what())).c_str());
-    return;
-  } catch (const std::exception& e) {
-    ++g_failures;
-    st.SkipWithError((std::string("FAIL: error: ") + e.what()).c_str());
-    return;
-  }
+  });
+  if (!ok) return;
   size_t i = 0;
   for (auto _ : st) st.SetIterationTime(r.steps[std::min(i++, r.steps.size() - 1)].step_ms / 1e3);
   const bool images = net.layers[0].out.h > 1;
