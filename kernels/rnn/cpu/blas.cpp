@@ -4,7 +4,13 @@
 // are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
 // third. With PRIMBENCH_SGEMM=packed (the default) the per-step products read R packed once in
 // weights() (SgemmPackedA, as oneDNN packs its RNN weights); openblas and blis are called as
-// before. A reduced data type (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
+// before. With R prepacked, the recurrent loop runs in one parallel region: each thread owns a
+// share of the hidden units, computes its rows of every gate's product (SgemmPackedA's row
+// groups) and their pointwise pass, and the threads meet once per step (the next step needs
+// all of h_t; the backward's product needs every gate's derivative). A reduced data type
+// (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +40,16 @@ void transpose(const float* in, int64_t rows, int64_t cols, float* out) {
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < cols; ++c)
     for (int64_t r = 0; r < rows; ++r) out[c * rows + r] = in[r * cols + c];
+}
+
+// Each thread's hidden units [s[i], s[i + 1]), balanced in multiples of 16 (a vector of the
+// micro-kernel's rows, so that a share's last sliver is never a few rows padded to 48).
+std::vector<int64_t> hidden_split(int64_t h, int threads) {
+  const int64_t units = (h + 15) / 16;
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(threads, units));
+  std::vector<int64_t> s(nt + 1);
+  for (int64_t i = 0; i <= nt; ++i) s[i] = std::min(h, units * i / nt * 16);
+  return s;
 }
 
 Tensor copy_of(const std::vector<float>& v, const Dims& dims) {
@@ -106,6 +122,7 @@ class RnnCpuBlas : public StagedRnn {
     dh_[0].assign(N * H, 0), dh_[1].assign(N * H, 0);
     if (d.has_c()) dc_.assign(N * H, 0);
     dw_.assign(GH * I, 0), dr_.assign(GH * H, 0), db_.assign(d.bias_gates() * H, 0);
+    wt_c_.assign(GH * std::min<int64_t>(512, std::max(H, I)), 0);
     dx_.assign(T * N * I, 0);
     for (int rep = 0; rep < 3; ++rep) {
       double s = now_seconds();
@@ -149,7 +166,7 @@ class RnnCpuBlas : public StagedRnn {
   size_t workspace_bytes() const override {
     if (lowp_) return lowp_->workspace_bytes();
     return 4 * (wt_.size() + rt_.size() + xp_.size() + hs_.size() + cs_.size() + hr_.size() +
-                rh_.size() + gw_.size() + gr_.size()) +
+                rh_.size() + gw_.size() + gr_.size() + wt_c_.size()) +
            (prepacked_ ? rp_fwd_.bytes() + rp_bwd_.bytes() : 0);
   }
 
@@ -162,7 +179,9 @@ class RnnCpuBlas : public StagedRnn {
         {"recur_over_gemm", paired_ratio_},  // recurrent / gemm_only, paired in prepare
         {"recurrent_share", total > 0 ? recurrent_ms_ / total : 0},
         {"convert_ms", convert_ms_},
-        {"pw_threads", parallel_pw_ ? 0.0 + threads() : 1.0},
+        {"pw_threads", prepacked_     ? split_.size() - 1.0
+                       : parallel_pw_ ? 0.0 + threads()
+                                      : 1.0},
         {"r_prepacked", prepacked_ ? 1.0 : 0.0}};  // the per-step products read R packed once
     // bwd: the sgemms after the loop (dW, dR, db and dx), under the name they had before dx.
     v.emplace_back(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms",
@@ -181,11 +200,21 @@ class RnnCpuBlas : public StagedRnn {
     transpose(w_->data(), GH, d_.i, wt_.data());
     transpose(r_->data(), GH, H, rt_.data());
     prepacked_ = sgemm_library() == "packed";
+    // Thread s's groups: its units' rows of every gate (gate-major, so that the groups are in
+    // order: group g * shares + s) for the forward, its rows of dh_{t-1} for the backward.
+    split_ = hidden_split(H, gemm_threads(GH, d_.n, H));
+    const int64_t shares = static_cast<int64_t>(split_.size()) - 1;
+    std::vector<SgemmPackedA::Rows> fwd_groups, bwd_groups;
+    for (int64_t g = 0; g < d_.gates(); ++g)
+      for (int64_t s = 0; s < shares; ++s)
+        fwd_groups.push_back({g * H + split_[s], split_[s + 1] - split_[s]});
+    for (int64_t s = 0; s < shares; ++s)
+      bwd_groups.push_back({split_[s], split_[s + 1] - split_[s]});
     // Packed again in place on every call (a training step: no allocation once warm); nothing
     // is kept from a plan of another direction or library.
-    if (prepacked_) rp_fwd_.pack(false, GH, H, rt_.data(), GH);
+    if (prepacked_) rp_fwd_.pack(false, GH, H, rt_.data(), GH, fwd_groups);
     if (prepacked_ && dir_ == Dir::bwd)
-      rp_bwd_.pack(false, H, GH, r_->data(), H);
+      rp_bwd_.pack(false, H, GH, r_->data(), H, bwd_groups);
     else
       rp_bwd_ = SgemmPackedA();
     if (!prepacked_) rp_fwd_ = SgemmPackedA();
@@ -228,29 +257,113 @@ class RnnCpuBlas : public StagedRnn {
     double t0 = now_seconds();
     sgemm(false, T * N, GH, d_.i, x_->data(), d_.i, wt_.data(), GH, 0.0f, xp_.data(), GH);
     double t1 = now_seconds();
-    for (int64_t t = 0; t < T; ++t) {
-      step_gemm_fwd(t);
-      for_blocks(N, H, parallel_pw_, [&](int64_t n, int64_t j0, int64_t j1) {
-        FwdRow r;
-        r.a = &xp_[(t * N + n) * GH];
-        r.hr = hr_.empty() ? nullptr : &hr_[n * GH];
-        r.b = b_->data();
-        r.hp = &hs_[(t * N + n) * H];
-        r.h = &hs_[((t + 1) * N + n) * H];
-        r.cp = cs_.empty() ? nullptr : &cs_[(t * N + n) * H];
-        r.c = cs_.empty() ? nullptr : &cs_[((t + 1) * N + n) * H];
-        r.rh = rh_.empty() ? nullptr : &rh_[(t * N + n) * H];
-        if (d_.cell == Cell::lstm)
-          lstm_fwd(r, H, j0, j1);
-        else if (d_.cell == Cell::gru)
-          gru_fwd(r, H, j0, j1);
-        else
-          relu_fwd(r, H, j0, j1);
-      });
+    if (prepacked_) {
+      fused_forward();
+    } else {
+      for (int64_t t = 0; t < T; ++t) {
+        step_gemm_fwd(t);
+        for_blocks(N, H, parallel_pw_,
+                   [&](int64_t n, int64_t j0, int64_t j1) { pointwise_fwd(t, n, j0, j1); });
+      }
     }
     double t2 = now_seconds();
     first_ms_ = 1e3 * (t1 - t0), last_ms_ = 0;
     keep_min(1e3 * (t2 - t1));
+  }
+
+  // Sample n's units [j0, j1) at step t.
+  void pointwise_fwd(int64_t t, int64_t n, int64_t j0, int64_t j1) {
+    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+    FwdRow r;
+    r.a = &xp_[(t * N + n) * GH];
+    r.hr = hr_.empty() ? nullptr : &hr_[n * GH];
+    r.b = b_->data();
+    r.hp = &hs_[(t * N + n) * H];
+    r.h = &hs_[((t + 1) * N + n) * H];
+    r.cp = cs_.empty() ? nullptr : &cs_[(t * N + n) * H];
+    r.c = cs_.empty() ? nullptr : &cs_[((t + 1) * N + n) * H];
+    r.rh = rh_.empty() ? nullptr : &rh_[(t * N + n) * H];
+    if (d_.cell == Cell::lstm)
+      lstm_fwd(r, H, j0, j1);
+    else if (d_.cell == Cell::gru)
+      gru_fwd(r, H, j0, j1);
+    else
+      relu_fwd(r, H, j0, j1);
+  }
+  // Sample n's units [j0, j1) at step t: dh_[cur] holds dL/dh_t through R, dhp receives the
+  // GRU's direct part of dL/dh_{t-1}.
+  void pointwise_bwd(int64_t t, int64_t n, int64_t j0, int64_t j1, int cur, float* dhp) {
+    const int64_t N = d_.n, H = d_.h, GH = d_.gh();
+    float* gr_all = d_.cell == Cell::gru ? gr_.data() : gw_.data();
+    BwdRow r;
+    const int64_t s = (t * N + n) * H;
+    r.act = &xp_[(t * N + n) * GH];
+    r.dy = dy_->data() + s;
+    r.dhn = &dh_[cur][n * H];
+    r.h = &hs_[s + N * H];
+    r.hp = &hs_[s];
+    r.c = cs_.empty() ? nullptr : &cs_[s + N * H];
+    r.cp = cs_.empty() ? nullptr : &cs_[s];
+    r.dc = dc_.empty() ? nullptr : &dc_[n * H];
+    r.rh = rh_.empty() ? nullptr : &rh_[s];
+    r.gw = &gw_[(t * N + n) * GH];
+    r.gr = &gr_all[(t * N + n) * GH];
+    r.dhp = dhp + n * H;
+    if (d_.cell == Cell::lstm)
+      lstm_bwd(r, H, j0, j1);
+    else if (d_.cell == Cell::gru)
+      gru_bwd(r, H, j0, j1);
+    else
+      relu_bwd(r, H, j0, j1);
+  }
+
+  // The forward's steps in one parallel region (R prepacked): share s's rows of every gate's
+  // product, then its units' pointwise pass for every sample, then one barrier per step. A
+  // team smaller than the shares (a nested region) takes several shares per thread.
+  void fused_forward() {
+    const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), G = d_.gates();
+    const int shares = static_cast<int>(split_.size()) - 1;
+    const bool gru = d_.cell == Cell::gru;
+#pragma omp parallel num_threads(shares) if (shares > 1)
+    {
+      const int team = omp_get_num_threads(), me = omp_get_thread_num();
+      for (int64_t t = 0; t < T; ++t) {
+        const float* hp = &hs_[t * N * H];
+        float* c = gru ? hr_.data() : &xp_[t * N * GH];
+        for (int s = me; s < shares; s += team) {
+          for (int64_t g = 0; g < G; ++g)
+            sgemm_prepacked(rp_fwd_, g * shares + s, false, N, 1.0f, hp, H, gru ? 0.0f : 1.0f, c,
+                            GH);
+          for (int64_t n = 0; n < N; ++n) pointwise_fwd(t, n, split_[s], split_[s + 1]);
+        }
+#pragma omp barrier
+      }
+    }
+  }
+  // The backward's steps likewise: share s's pointwise derivatives for every sample, one
+  // barrier (dh_{t-1}'s product sums over every gate), then its rows of dh_{t-1}, which the
+  // same share's next pointwise pass reads alone. Returns the index of dL/dh_0 in dh_.
+  int fused_backward() {
+    const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh();
+    const int shares = static_cast<int>(split_.size()) - 1;
+    const bool gru = d_.cell == Cell::gru;
+    const float* gr_all = gru ? gr_.data() : gw_.data();
+#pragma omp parallel num_threads(shares) if (shares > 1)
+    {
+      const int team = omp_get_num_threads(), me = omp_get_thread_num();
+      int cur = 0;
+      for (int64_t t = T - 1; t >= 0; --t) {
+        float* dhp = dh_[1 - cur].data();
+        for (int s = me; s < shares; s += team)
+          for (int64_t n = 0; n < N; ++n) pointwise_bwd(t, n, split_[s], split_[s + 1], cur, dhp);
+#pragma omp barrier
+        for (int s = me; s < shares; s += team)
+          sgemm_prepacked(rp_bwd_, s, false, N, 1.0f, gr_all + t * N * GH, GH, gru ? 1.0f : 0.0f,
+                          dhp, H);
+        cur = 1 - cur;
+      }
+    }
+    return static_cast<int>(T % 2);
   }
 
   void backward() {
@@ -260,45 +373,44 @@ class RnnCpuBlas : public StagedRnn {
     std::fill(dc_.begin(), dc_.end(), 0.0f);
     int cur = 0;  // dh_[cur]: dL/dh_t through R from step t+1
     float* gr_all = d_.cell == Cell::gru ? gr_.data() : gw_.data();
-    for (int64_t t = T - 1; t >= 0; --t) {
-      float* dhp = dh_[1 - cur].data();
-      for_blocks(N, H, parallel_pw_, [&](int64_t n, int64_t j0, int64_t j1) {
-        BwdRow r;
-        const int64_t s = (t * N + n) * H;
-        r.act = &xp_[(t * N + n) * GH];
-        r.dy = dy_->data() + s;
-        r.dhn = &dh_[cur][n * H];
-        r.h = &hs_[s + N * H];
-        r.hp = &hs_[s];
-        r.c = cs_.empty() ? nullptr : &cs_[s + N * H];
-        r.cp = cs_.empty() ? nullptr : &cs_[s];
-        r.dc = dc_.empty() ? nullptr : &dc_[n * H];
-        r.rh = rh_.empty() ? nullptr : &rh_[s];
-        r.gw = &gw_[(t * N + n) * GH];
-        r.gr = &gr_all[(t * N + n) * GH];
-        r.dhp = dhp + n * H;
-        if (d_.cell == Cell::lstm)
-          lstm_bwd(r, H, j0, j1);
-        else if (d_.cell == Cell::gru)
-          gru_bwd(r, H, j0, j1);
-        else
-          relu_bwd(r, H, j0, j1);
-      });
-      step_gemm_bwd(t, dhp);
-      cur = 1 - cur;
+    if (prepacked_) {
+      cur = fused_backward();
+    } else {
+      for (int64_t t = T - 1; t >= 0; --t) {
+        float* dhp = dh_[1 - cur].data();
+        for_blocks(N, H, parallel_pw_, [&](int64_t n, int64_t j0, int64_t j1) {
+          pointwise_bwd(t, n, j0, j1, cur, dhp);
+        });
+        step_gemm_bwd(t, dhp);
+        cur = 1 - cur;
+      }
     }
     last_ = cur;
     double t1 = now_seconds();
     // dR = G_r^T [h_0 .. h_{T-1}], dW = G_w^T x, db = column sums, dx = G_w W (W as given:
     // every gate's pre-activation, GRU's o included, holds W x_t outside the reset).
-    sgemm(true, GH, H, T * N, gr_all, GH, hs_.data(), H, 0.0f, dr_.data(), H);
-    sgemm(true, GH, I, T * N, gw_.data(), GH, x_->data(), I, 0.0f, dw_.data(), I);
+    sgemm_tn(GH, H, T * N, gr_all, GH, hs_.data(), H, dr_.data());
+    sgemm_tn(GH, I, T * N, gw_.data(), GH, x_->data(), I, dw_.data());
     sgemm(false, T * N, I, GH, gw_.data(), GH, w_->data(), I, 0.0f, dx_.data(), I);
     column_sums(gw_.data(), T * N, GH, db_.data());
     if (d_.cell == Cell::gru) column_sums(gr_all + 2 * H, T * N, GH, db_.data() + 3 * H, H);
     double t2 = now_seconds();
     first_ms_ = 0, last_ms_ = 1e3 * (t2 - t1);
     keep_min(1e3 * (t1 - t0));
+  }
+
+  // Row-major C (m x n) = A^T B (A k x m, B k x n, k the steps' samples). Our SGEMM's 48-row
+  // slivers run along C's columns here (its rows in column-major terms), and few of them run
+  // slowly: for dR and dW with n = H or I a quarter of m = 4H, column-major 256 x 1024 x 16384
+  // ran 184 GFLOP/s and 1024 x 256 x 16384 271, 512 x 2048 x 3200 239 and 2048 x 512 x 3200
+  // 277, 1024 x 4096 x 3200 272 and 4096 x 1024 x 3200 286 (2 threads, Xeon family 6 model
+  // 207). So with cpu/packed and n <= 512, C^T = B^T A is computed into wt_c_ and transposed
+  // (at most 4 MB). OpenBLAS and BLIS are called as given.
+  void sgemm_tn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                int64_t ldb, float* c) {
+    if (!prepacked_ || n >= m || n > 512) return sgemm(true, m, n, k, a, lda, b, ldb, 0.0f, c, n);
+    sgemm(true, n, m, k, b, ldb, a, lda, 0.0f, wt_c_.data(), m);
+    transpose_words(wt_c_.data(), m, static_cast<int>(n), m, c, n);
   }
 
   // out[c] = sum over rows of m[r * ld + c], c < cols (default: ld).
@@ -329,8 +441,10 @@ class RnnCpuBlas : public StagedRnn {
   const Tensor *x_ = nullptr, *h0_ = nullptr, *c0_ = nullptr, *w_ = nullptr, *r_ = nullptr,
                *b_ = nullptr, *dy_ = nullptr;
   std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;
+  std::vector<float> wt_c_;  // dR^T or dW^T before its transpose (sgemm_tn)
   std::vector<float> dh_[2];
   SgemmPackedA rp_fwd_, rp_bwd_;  // R^T and R packed for the per-step products (prepacked_)
+  std::vector<int64_t> split_;    // the threads' shares of the hidden units (prepacked_)
   int last_ = 0, runs_ = 0;
   bool parallel_pw_ = false, prepacked_ = false;
   double paired_ratio_ = 0;
