@@ -145,7 +145,10 @@ class RnnOnednnLowp : public RnnImpl {
     const double t0 = now_seconds();
     const int64_t GH = d_.gh();
     const bool u8 = d_.dt.integer();
-    for (auto [t, user, cols] : {std::tuple{w_, &wl_user_, d_.i}, {r_, &wi_user_, d_.h}}) {
+    for (auto [tb, user, cb] : {std::tuple{w_, &wl_user_, d_.i}, {r_, &wi_user_, d_.h}}) {
+      // Plain copies: C++17 (clang) does not let an OpenMP region capture structured bindings.
+      const auto t = tb;
+      const int64_t cols = cb;
       uint16_t* h = static_cast<uint16_t*>(user->get_data_handle());
       int8_t* q = static_cast<int8_t*>(user->get_data_handle());
 #pragma omp parallel for schedule(static)
