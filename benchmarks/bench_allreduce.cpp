@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct Flags {
   std::vector<std::string> sets;
   bool only_default = false, check = true;
   uint64_t seed = 1;
-  int iters = 0;  // 0: chosen from the size
+  int iters = 0;          // 0: chosen from the size
+  std::string link_rate;  // --primbench_link_rate, recorded in the context ("" when not given)
 };
 
 // Takes our --primbench_* flags out of argv; on ranks other than 0 also the output-file flags,
@@ -57,10 +59,16 @@ Flags take_flags(int* argc, char** argv, bool rank0) {
       f.iters = flag_int(key, val, 1);
     else if (key == "--primbench_threads")
       set_threads(flag_int(key, val, 1));
-    else
+    else if (key == "--primbench_link_rate") {
+      // The hosts' link rate, as tc writes it (tools/allreduce --cluster passes the cluster's).
+      if (val != "none" && !std::regex_match(val, std::regex("[1-9][0-9]*(bit|kbit|mbit|gbit)")))
+        throw InputError(key, "'" + val + "' is not a link rate like 10gbit, 500mbit (or none)");
+      f.link_rate = val;
+    } else
       throw InputError(key,
                        "unknown flag (--primbench_sets, --primbench_default, --primbench_seed, "
-                       "--primbench_check, --primbench_iters, --primbench_threads)");
+                       "--primbench_check, --primbench_iters, --primbench_threads, "
+                       "--primbench_link_rate)");
   }
   *argc = out;
   argv[out] = nullptr;
@@ -185,6 +193,10 @@ int bench_allreduce_main(int argc, char** argv) {
     for (const auto& [k, v] : environment_facts()) benchmark::AddCustomContext(k, v);
     benchmark::AddCustomContext("mpi_library", world::library_version());
     benchmark::AddCustomContext("mpi_ranks", std::to_string(p));
+    // Hosts (distinct host names: tools/cluster's namespace hosts count one each) and the link
+    // between them when told: tools/allreduce_fit.py never fits two of these together.
+    benchmark::AddCustomContext("mpi_hosts", std::to_string(world::host_count()));
+    if (!f->link_rate.empty()) benchmark::AddCustomContext("link_rate", f->link_rate);
     // The counter ompi_alg (mpi/native's algorithm where known, mpi/ompi_*'s forced one) in
     // Open MPI's numbering.
     std::string algs;

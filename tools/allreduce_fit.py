@@ -1,46 +1,65 @@
 #!/usr/bin/env python3
 """The alpha-beta model of each all-reduce implementation from bench_allreduce's JSON files
-(tools/allreduce writes them): per rank count and implementation, the time of one all-reduce
-fitted as T(bytes) = alpha + bytes / bw over every size measured, and, per size, the
-implementation that `primbench net --allreduce-json` would project with (the fastest measured
-busbw at that size)."""
-import argparse
-import json
+(tools/allreduce writes them): per run context (machine, ranks, hosts, link rate) and
+implementation, the time of one all-reduce fitted as T(bytes) = alpha + bytes / bw over the
+sizes measured, and, per size, the implementation that `primbench net --allreduce-json` would
+project with (the highest mean busbw over the repetitions at that size, as it reads them).
+Runs of different contexts (another link rate, another host count) are never fitted together."""
 import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pbresults  # noqa: E402
+
 PROG = "allreduce_fit"
+RATE_RE = re.compile(r"^([1-9]\d*)(bit|kbit|mbit|gbit)$")
 
 
-def load_runs(paths):
-    """{ranks: {impl: {bytes: [seconds per all-reduce, ...]}}} and {ranks: {bytes: {impl: [busbw]}}}."""
-    times, busbw = {}, {}
-    for path in paths:
-        try:
-            with open(path) as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            print("%s: skipping %s: %s" % (PROG, path, e), file=sys.stderr)
+def rate_bytes(text):
+    """Bytes per second of a tc rate (10gbit, 500mbit); None for 'none' or ''; ValueError else."""
+    if not text or text == "none":
+        return None
+    m = RATE_RE.match(text)
+    if not m:
+        raise ValueError(text)
+    return int(m.group(1)) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[m.group(2)] / 8
+
+
+def group_of(ctx):
+    """What runs must share to be fitted together: the machine (CPU and host name, as
+    tools/report keys it), the rank count, the host count and the link rate."""
+    machine = pbresults.context_key(ctx)[0]
+    return (machine, str(ctx.get("mpi_hosts", "")), str(ctx.get("link_rate", "")))
+
+
+def load_runs(files):
+    """{group: {ranks: {"times": {impl: {bytes: [s]}}, "busbw": {bytes: {impl: [B/s]}}}}}."""
+    groups = {}
+    for path in files:
+        loaded = pbresults.load(path, PROG)
+        if loaded is None:
             continue
-        for b in data.get("benchmarks", []):
+        ctx, benchmarks = loaded
+        for b in benchmarks:
             if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
                 continue
             m = re.match(r"allreduce/([^/]+/[^/]+)/", b.get("name", ""))
-            n = re.match(r"n(\d+)", b.get("label", ""))
-            if not m or not n or "ranks" not in b or "real_time" not in b:
+            n = re.match(r"n(\d+)", str(b.get("label", "")))
+            t, ranks = pbresults.seconds(b), pbresults.num(b, "ranks")
+            if not m or not n or t is None or t <= 0 or not ranks:
                 continue
-            unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-            p, impl, nbytes = int(b["ranks"]), m.group(1), 4 * int(n.group(1))
+            impl, nbytes = m.group(1), 4 * int(n.group(1))
             if nbytes == 0:
                 continue
-            times.setdefault(p, {}).setdefault(impl, {}).setdefault(nbytes, []).append(
-                b["real_time"] * unit)
-            if b.get("busbw"):
-                busbw.setdefault(p, {}).setdefault(nbytes, {}).setdefault(impl, []).append(
-                    b["busbw"])
-    return times, busbw
+            run = groups.setdefault(group_of(ctx), {}).setdefault(
+                int(ranks), {"times": {}, "busbw": {}})
+            run["times"].setdefault(impl, {}).setdefault(nbytes, []).append(t)
+            bw = pbresults.num(b, "busbw")
+            if bw:
+                run["busbw"].setdefault(nbytes, {}).setdefault(impl, []).append(bw)
+    return groups
 
 
 def fit(points):
@@ -80,56 +99,82 @@ def size_name(nbytes):
     return "%d" % n
 
 
+def pct(value, rate):
+    return " (%.0f%%)" % (100 * value / rate) if rate else ""
+
+
+def report(group, p, run, link, rate, min_floats):
+    machine, hosts = group[0], group[1]
+    print("\n== %d ranks%s%s; %s" % (
+        p, " on %s hosts" % hosts if hosts else "",
+        ", link %s = %.3f GB/s" % (link, rate / 1e9) if rate else ", link rate unknown",
+        machine or "machine unknown"))
+    print("%-24s %5s %10s %9s %17s %9s" % ("implementation", "sizes", "alpha_us", "bw_GB/s",
+                                           "busbw_GB/s" + (" (link)" if rate else ""),
+                                           "max_resid"))
+    for impl in sorted(run["times"]):
+        used = {b: t for b, t in run["times"][impl].items() if b >= 4 * min_floats}
+        f = fit(used)
+        if not f:
+            print("%-24s %5d  (no fit: needs 2 sizes of at least %s floats)" % (
+                impl, len(used), size_name(4 * min_floats)))
+            continue
+        a, bw, worst = f
+        busbw = 2.0 * (p - 1) / p * bw
+        print("%-24s %5d %10.1f %9.3f %17s %8.0f%%" % (
+            impl, len(used), a * 1e6, bw / 1e9, "%.3f%s" % (busbw / 1e9, pct(busbw, rate)),
+            100 * worst))
+    print("size     projection picks      busbw GB/s per implementation (mean of the "
+          "repetitions%s)" % (", % of the link" if rate else ""))
+    for nbytes in sorted(run["busbw"]):
+        impls = sorted(((statistics.mean(v), i) for i, v in run["busbw"][nbytes].items()),
+                       reverse=True)
+        cells = ", ".join("%s %.3f%s" % (i, v / 1e9, pct(v, rate)) for v, i in impls)
+        print("%-8s %-21s %s" % (size_name(nbytes), impls[0][1], cells))
+
+
 def main():
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    ap = pbresults.ArgumentParser(prog=PROG, description=__doc__)
     ap.add_argument("paths", nargs="+", help="bench_allreduce JSON files or folders of them")
-    ap.add_argument("--rate", help="the link rate to compare with (tc form: 10gbit, 1gbit)")
+    ap.add_argument("--rate", help="the link rate (tc form: 10gbit, 1gbit) for results that do "
+                                   "not record one (tools/allreduce --cluster records it)")
     ap.add_argument("--min-floats", type=float, default=1e6,
                     help="fit sizes of at least this many floats (default 1e6: tools/cluster's "
                          "tbf passes a burst of 1 ms of the rate, at least 128 KiB, at memory "
                          "speed, so smaller messages do not see the link rate)")
     args = ap.parse_args()
+    try:
+        given_rate = rate_bytes(args.rate)
+    except ValueError:
+        ap.error("--rate: '%s' is not a rate like 10gbit, 500mbit (or none)" % args.rate)
     files = []
     for p in args.paths:
         if os.path.isdir(p):
             files += sorted(os.path.join(p, f) for f in os.listdir(p)
                             if f.startswith("bench_allreduce_np") and f.endswith(".json"))
-        else:
+        elif os.path.isfile(p):
             files.append(p)
-    rate = None
-    if args.rate and args.rate != "none":
-        m = re.match(r"^(\d+)(bit|kbit|mbit|gbit)$", args.rate)
-        if not m:
-            print("%s: --rate: '%s' is not a rate like 10gbit" % (PROG, args.rate), file=sys.stderr)
-            return 2
-        rate = int(m.group(1)) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[m.group(2)] / 8
-    times, busbw = load_runs(files)
-    if not times:
+        else:
+            ap.error("no such file or folder: %s" % p)
+    groups = load_runs(files)
+    if not groups:
         print("%s: no all-reduce results in %s" % (PROG, " ".join(args.paths)), file=sys.stderr)
         return 1
     print("alpha-beta fit: one all-reduce takes alpha + bytes / bw (relative least squares over "
-          "the sizes of at least %g floats; alpha >= 0); busbw = 2(p-1)/p x bw" % args.min_floats +
-          ("; link rate %.3f GB/s" % (rate / 1e9) if rate else ""))
-    print("%-5s %-24s %6s %11s %10s %12s %9s" % ("ranks", "implementation", "sizes", "alpha_us",
-                                                 "bw_GB/s", "busbw_GB/s", "max_resid"))
-    for p in sorted(times):
-        for impl in sorted(times[p]):
-            used = {b: t for b, t in times[p][impl].items() if b >= 4 * args.min_floats}
-            f = fit(used)
-            if not f:
-                continue
-            a, bw, worst = f
-            print("%-5d %-24s %6d %11.1f %10.3f %12.3f %8.0f%%" % (
-                p, impl, len(used), a * 1e6, bw / 1e9, 2.0 * (p - 1) / p * bw / 1e9, 100 * worst))
-    print("\nmeasured busbw per size (median of the repetitions) and the implementation the "
-          "projection picks (the fastest)" + (", as % of the link rate" if rate else ""))
-    for p in sorted(busbw):
-        for nbytes in sorted(busbw[p]):
-            impls = sorted(((statistics.median(v), i) for i, v in busbw[p][nbytes].items()),
-                           reverse=True)
-            cells = ", ".join("%s %.3f%s" % (i, v / 1e9, " (%.0f%%)" % (100 * v / rate) if rate
-                                              else "") for v, i in impls)
-            print("%-5d %-7s picks %-20s  %s" % (p, size_name(nbytes), impls[0][1], cells))
+          "the sizes of at least %s floats; alpha >= 0); busbw = 2(p-1)/p x bw"
+          % size_name(4 * args.min_floats))
+    for group in sorted(groups, key=pbresults.key_order):
+        link, rate = group[2], given_rate
+        if link:
+            try:
+                rate = rate_bytes(link)
+            except ValueError:
+                pbresults.warn(PROG, "ignoring the recorded link rate '%s'" % link)
+                link = ""
+        if link and args.rate and rate != given_rate:
+            pbresults.warn(PROG, "--rate %s ignored for results recorded at %s" % (args.rate, link))
+        for p in sorted(groups[group]):
+            report(group, p, groups[group][p], link or args.rate, rate, args.min_floats)
     return 0
 
 

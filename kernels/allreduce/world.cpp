@@ -39,6 +39,9 @@ MachineShare machine_share() {
   m.cpus = affinity_cpus();
   return m;
 }
+int host_count() {
+  return 1;
+}
 void set_wait_sleep_us(int) {}
 int wait_sleep_us() {
   return 0;

@@ -43,6 +43,9 @@ struct MachineShare {
   int ranks = 1, cpus = 1;
 };
 MachineShare machine_share();
+// The number of hosts the ranks run on: distinct MPI processor names (host names; each of
+// tools/cluster's namespace hosts has its own), a collective. 1 without MPI.
+int host_count();
 // How the calling thread waits for its point-to-point requests in mpi/ring, mpi/rdouble and
 // ocl/ring: 0 (the default) spins in MPI_Wait; us > 0 tests the requests and sleeps between
 // tests, from us/16 microseconds doubling up to `us`, leaving the core to other threads (a

@@ -41,10 +41,18 @@ done
 echo "== tools/allreduce --hostfile $hostfile --ranks $N"
 res=$(mktemp -d)
 tmp_paths+=("$res")
-PRIMBENCH_RESULTS_DIR=$res "$SRC/tools/allreduce" --hostfile "$hostfile" --ranks "$N" --build "$BUILD" \
-  --benchmark_filter='mpi/ring/deepbench:100K/' --primbench_iters=5 ||
-  fail "tools/allreduce with the cluster's hostfile"
+fit=$(PRIMBENCH_RESULTS_DIR=$res "$SRC/tools/allreduce" --hostfile "$hostfile" --ranks "$N" \
+  --build "$BUILD" --benchmark_filter='mpi/ring/deepbench:(100K|4M)/' --primbench_iters=3) ||
+  { echo "$fit"; fail "tools/allreduce with the cluster's hostfile"; }
+echo "$fit"
+grep -q "== $N ranks on $N hosts, link 10gbit = 1.250 GB/s" <<<"$fit" ||
+  fail "tools/allreduce's fit does not name $N hosts and the 10gbit link"
+grep -Eq '^4.2M +mpi/ring ' <<<"$fit" || fail "tools/allreduce's fit names no pick at 4.2M floats"
 json=$(ls "$res"/*/bench_allreduce_np"$N".json 2>/dev/null | head -1)
 [ -n "$json" ] && grep -q "\"mpi_ranks\": \"$N\"" "$json" && grep -q '"busbw"' "$json" ||
   fail "tools/allreduce wrote no bench_allreduce_np$N.json with $N ranks and busbw"
+# The context says where it ran: N hosts, and the cluster's link rate (the fit keeps runs at
+# other rates apart and puts busbw against this one).
+grep -q "\"mpi_hosts\": \"$N\"" "$json" && grep -q '"link_rate": "10gbit"' "$json" ||
+  fail "bench_allreduce_np$N.json does not record $N hosts and the 10gbit link: $(grep -E '"(mpi_hosts|link_rate)"' "$json")"
 echo "PASS: all-reduce across $N namespace hosts"

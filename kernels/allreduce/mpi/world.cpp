@@ -13,6 +13,8 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -199,6 +201,22 @@ MachineShare machine_share() {
   check(err, "MPI_Allreduce(cpus)");
   m.cpus = std::max(1, CPU_COUNT(&all));
   return m;
+}
+
+int host_count() {
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  std::vector<char> all(static_cast<size_t>(size()) * MPI_MAX_PROCESSOR_NAME);
+  check(MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                      MPI_CHAR, comm()),
+        "MPI_Allgather(processor names)");
+  std::set<std::string> names;
+  for (int r = 0; r < size(); ++r) {
+    const char* name = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    names.emplace(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
+  return static_cast<int>(names.size());
 }
 
 namespace {
