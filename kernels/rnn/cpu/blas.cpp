@@ -283,12 +283,7 @@ class RnnCpuBlas : public StagedRnn {
     r.cp = cs_.empty() ? nullptr : &cs_[(t * N + n) * H];
     r.c = cs_.empty() ? nullptr : &cs_[((t + 1) * N + n) * H];
     r.rh = rh_.empty() ? nullptr : &rh_[(t * N + n) * H];
-    if (d_.cell == Cell::lstm)
-      lstm_fwd(r, H, j0, j1);
-    else if (d_.cell == Cell::gru)
-      gru_fwd(r, H, j0, j1);
-    else
-      relu_fwd(r, H, j0, j1);
+    cell_fwd(d_.cell, r, H, j0, j1);
   }
   // Sample n's units [j0, j1) at step t: dh_[cur] holds dL/dh_t through R, dhp receives the
   // GRU's direct part of dL/dh_{t-1}.
@@ -309,12 +304,7 @@ class RnnCpuBlas : public StagedRnn {
     r.gw = &gw_[(t * N + n) * GH];
     r.gr = &gr_all[(t * N + n) * GH];
     r.dhp = dhp + n * H;
-    if (d_.cell == Cell::lstm)
-      lstm_bwd(r, H, j0, j1);
-    else if (d_.cell == Cell::gru)
-      gru_bwd(r, H, j0, j1);
-    else
-      relu_bwd(r, H, j0, j1);
+    cell_bwd(d_.cell, r, H, j0, j1);
   }
 
   // The forward's steps in one parallel region (R prepacked): share s's rows of every gate's

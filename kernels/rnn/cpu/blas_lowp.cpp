@@ -192,12 +192,7 @@ class RnnBlasLowp : public RnnImpl {
         r.cp = cp ? cp + n * H : nullptr;
         r.c = c0_ ? &cs_[1 - cur][n * H] : nullptr;
         r.rh = rh_.empty() ? nullptr : &rh_[n * H];
-        if (d_.cell == Cell::lstm)
-          lstm_fwd(r, H, j0, j1);
-        else if (d_.cell == Cell::gru)
-          gru_fwd(r, H, j0, j1);
-        else
-          relu_fwd(r, H, j0, j1);
+        cell_fwd(d_.cell, r, H, j0, j1);
         store_state(r.h + j0, dst + n * H + j0, j1 - j0, data_scale_, data_shift_);
       });
     }

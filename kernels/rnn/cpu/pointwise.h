@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/rnn/desc.h"
+
 namespace pb::rnn_cpu {
 
 // e^x for x clamped to [-87, 88]: 2^k * p(r) with r = x - k ln2, |r| <= ln2/2, degree-6 Taylor
@@ -139,6 +141,24 @@ inline void gru_bwd(const BwdRow& r, int64_t H, int64_t j0, int64_t j1) {
 inline void relu_bwd(const BwdRow& r, int64_t, int64_t j0, int64_t j1) {
 #pragma omp simd
   for (int64_t j = j0; j < j1; ++j) r.gw[j] = r.h[j] > 0 ? r.dy[j] + r.dhn[j] : 0.0f;
+}
+
+// The cell's pass over [j0, j1) of one sample.
+inline void cell_fwd(Cell cell, const FwdRow& r, int64_t H, int64_t j0, int64_t j1) {
+  if (cell == Cell::lstm)
+    lstm_fwd(r, H, j0, j1);
+  else if (cell == Cell::gru)
+    gru_fwd(r, H, j0, j1);
+  else
+    relu_fwd(r, H, j0, j1);
+}
+inline void cell_bwd(Cell cell, const BwdRow& r, int64_t H, int64_t j0, int64_t j1) {
+  if (cell == Cell::lstm)
+    lstm_bwd(r, H, j0, j1);
+  else if (cell == Cell::gru)
+    gru_bwd(r, H, j0, j1);
+  else
+    relu_bwd(r, H, j0, j1);
 }
 
 // Runs fn(n, j0, j1) over N samples x H units in blocks; on all OpenMP threads when `parallel`
