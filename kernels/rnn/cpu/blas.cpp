@@ -241,10 +241,13 @@ class RnnCpuBlas : public StagedRnn {
     else
       sgemm(false, N, GH, H, hp, H, rt_.data(), GH, beta, c, GH);
   }
+  // The pre-activation derivatives on R's side, every step (T*N x GH): the GRU keeps its own
+  // (its o gate's scaled by the reset), the other cells share the W side's.
+  float* r_grads() { return d_.cell == Cell::gru ? gr_.data() : gw_.data(); }
   // dL/dh_{t-1} (+)= g_t R, accumulating onto the GRU's direct part.
   void step_gemm_bwd(int64_t t, float* dhp) {
     const int64_t N = d_.n, H = d_.h, GH = d_.gh();
-    const float* g = d_.cell == Cell::gru ? &gr_[t * N * GH] : &gw_[t * N * GH];
+    const float* g = r_grads() + t * N * GH;
     const float beta = d_.cell == Cell::gru ? 1.0f : 0.0f;
     if (prepacked_)
       sgemm_prepacked(rp_bwd_, false, N, 1.0f, g, GH, beta, dhp, H);
@@ -289,7 +292,7 @@ class RnnCpuBlas : public StagedRnn {
   // GRU's direct part of dL/dh_{t-1}.
   void pointwise_bwd(int64_t t, int64_t n, int64_t j0, int64_t j1, int cur, float* dhp) {
     const int64_t N = d_.n, H = d_.h, GH = d_.gh();
-    float* gr_all = d_.cell == Cell::gru ? gr_.data() : gw_.data();
+    float* gr_all = r_grads();
     BwdRow r;
     const int64_t s = (t * N + n) * H;
     r.act = &xp_[(t * N + n) * GH];
@@ -337,7 +340,7 @@ class RnnCpuBlas : public StagedRnn {
     const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh();
     const int shares = static_cast<int>(split_.size()) - 1;
     const bool gru = d_.cell == Cell::gru;
-    const float* gr_all = gru ? gr_.data() : gw_.data();
+    const float* gr_all = r_grads();
 #pragma omp parallel num_threads(shares) if (shares > 1)
     {
       const int team = omp_get_num_threads(), me = omp_get_thread_num();
@@ -362,7 +365,7 @@ class RnnCpuBlas : public StagedRnn {
     std::fill(dh_[0].begin(), dh_[0].end(), 0.0f);
     std::fill(dc_.begin(), dc_.end(), 0.0f);
     int cur = 0;  // dh_[cur]: dL/dh_t through R from step t+1
-    float* gr_all = d_.cell == Cell::gru ? gr_.data() : gw_.data();
+    float* gr_all = r_grads();
     if (prepacked_) {
       cur = fused_backward();
     } else {
