@@ -20,6 +20,10 @@
 #include <sstream>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/core/error.h"
 #include "kernels/core/machine_dot.h"
 #include "kernels/core/tensor.h"
@@ -34,10 +38,76 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// 16 independent accumulator vectors per thread hide the FMA latency (4 cycles x 2 ports on
-// current cores). GCC vector types compile to the widest FMA the target has (zmm on AVX-512).
-using Vec = float __attribute__((vector_size(64)));
+// The FMA loop, 16 independent accumulators per thread to hide the FMA latency (4 cycles x 2
+// ports on current cores), in the widest FMA the CPU has, chosen at run time. It used to be
+// written in GCC vector types and left to the compiler: clang's 256-bit preference
+// (prefer-vector-width) halved it and a -O1 build (the sanitizers', which do not unroll it)
+// kept the accumulators in memory: a quarter of the peak under TSan, where the dot-product
+// loops (intrinsics, machine_dot.cpp) kept their rate, and their ratio to the fp32 peak read
+// 16 for 4 (MachineSmoke.ReducedTypePeaksAreMeasured failed in CI).
 constexpr int kAcc = 16;
+#if defined(__x86_64__)
+PB_PROBE_LOOP __attribute__((target("avx512f"))) float fma_loop_512(long iters) {
+  __m512 acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(1.0f + j * 1e-6f);
+  const __m512 mul = _mm512_set1_ps(0.999999f), add = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 16
+    for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_fmadd_ps(acc[j], mul, add);
+  alignas(64) float lanes[16];
+  float s = 0;
+  for (int j = 0; j < kAcc; ++j) {
+    _mm512_store_ps(lanes, acc[j]);
+    for (float l : lanes) s += l;
+  }
+  return s;
+}
+// 12 accumulators: with the two constants, what AVX2's 16 registers hold without spilling.
+constexpr int kAcc256 = 12;
+PB_PROBE_LOOP __attribute__((target("avx2,fma"))) float fma_loop_256(long iters) {
+  __m256 acc[kAcc256];
+  for (int j = 0; j < kAcc256; ++j) acc[j] = _mm256_set1_ps(1.0f + j * 1e-6f);
+  const __m256 mul = _mm256_set1_ps(0.999999f), add = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 12
+    for (int j = 0; j < kAcc256; ++j) acc[j] = _mm256_fmadd_ps(acc[j], mul, add);
+  alignas(32) float lanes[8];
+  float s = 0;
+  for (int j = 0; j < kAcc256; ++j) {
+    _mm256_store_ps(lanes, acc[j]);
+    for (float l : lanes) s += l;
+  }
+  return s;
+}
+#endif
+using Vec = float __attribute__((vector_size(64)));
+PB_PROBE_LOOP float fma_loop_generic(long iters) {
+  Vec acc[kAcc];
+  for (int j = 0; j < kAcc; ++j) acc[j] = Vec{} + (1.0f + j * 1e-6f);
+  const Vec mul = Vec{} + 0.999999f, add = Vec{} + 1e-7f;
+  for (long it = 0; it < iters; ++it)
+#pragma GCC unroll 16
+    for (int j = 0; j < kAcc; ++j) acc[j] = acc[j] * mul + add;
+  float s = 0;
+  for (int j = 0; j < kAcc; ++j)
+    for (int l = 0; l < 16; ++l) s += acc[j][l];
+  return s;
+}
+
+// The loop for this CPU and its floating-point operations per iteration.
+struct FmaLoop {
+  float (*run)(long iters);
+  double flops_per_iter;
+};
+FmaLoop fma_loop() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return {fma_loop_512, 2.0 * kAcc * 16};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {fma_loop_256, 2.0 * kAcc256 * 8};
+#endif
+  return {fma_loop_generic, 2.0 * kAcc * 16};
+}
+
 constexpr int kPasses = 9;  // timed passes of each probe; the best is the figure
 
 double thread_cpu_seconds() {
@@ -55,26 +125,20 @@ struct Pass {
 // time of its loop: other processes on our cores (or a hypervisor's steal) take CPU time from
 // our threads, and the pass then measures a share of the machine however steady it is.
 Pass fma_pass(int nthreads, long iters) {
+  const FmaLoop loop = fma_loop();
   double t0 = now();
   float sink = 0;
   double share = 1;
 #pragma omp parallel num_threads(nthreads) reduction(+ : sink) reduction(min : share)
   {
     const double w0 = now(), c0 = thread_cpu_seconds();
-    Vec acc[kAcc];
-    for (int j = 0; j < kAcc; ++j)
-      for (int l = 0; l < 16; ++l) acc[j][l] = 1.0f + (j * 16 + l) * 1e-6f;
-    const Vec mul = Vec{} + 0.999999f, add = Vec{} + 1e-7f;
-    for (long it = 0; it < iters; ++it)
-      for (int j = 0; j < kAcc; ++j) acc[j] = acc[j] * mul + add;
-    for (int j = 0; j < kAcc; ++j)
-      for (int l = 0; l < 16; ++l) sink += acc[j][l];
+    sink += loop.run(iters);
     const double wall = now() - w0;
     share = wall > 0 ? std::min(1.0, (thread_cpu_seconds() - c0) / wall) : 1.0;
   }
   double t = now() - t0;
   if (sink == 12345.f) t += 1;  // keep the loop alive
-  return {2.0 * kAcc * 16 * iters * nthreads / t, share};
+  return {loop.flops_per_iter * iters * nthreads / t, share};
 }
 
 struct Passes {

@@ -31,26 +31,34 @@ double thread_cpu_seconds() {
 constexpr int kAcc = 16;
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bf16"))) float bf16_loop(long iters) {
+PB_PROBE_LOOP __attribute__((target("avx512f,avx512bf16"))) float bf16_loop(long iters) {
   __m512 acc[kAcc];
   for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_ps(j * 1e-3f);
   const __m512i a = _mm512_set1_epi16(0x3F80), b = _mm512_set1_epi16(0x3380);  // 1, 6e-8
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)a, (__m512bh)b);
+  alignas(64) float lanes[16];
   float s = 0;
-  for (int j = 0; j < kAcc; ++j) s += _mm512_reduce_add_ps(acc[j]);
+  for (int j = 0; j < kAcc; ++j) {
+    _mm512_store_ps(lanes, acc[j]);
+    for (float l : lanes) s += l;
+  }
   return s;
 }
-__attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long iters) {
+PB_PROBE_LOOP __attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long iters) {
   __m512i acc[kAcc];
   for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_set1_epi32(j);
   const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  alignas(64) int lanes[16];
   float s = 0;
-  for (int j = 0; j < kAcc; ++j) s += static_cast<float>(_mm512_reduce_add_epi32(acc[j]));
+  for (int j = 0; j < kAcc; ++j) {
+    _mm512_store_si512(lanes, acc[j]);
+    for (int l : lanes) s += static_cast<float>(l);
+  }
   return s;
 }
 #endif

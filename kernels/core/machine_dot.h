@@ -2,6 +2,11 @@
 // (machine_dot.cpp): bf16 pairs into fp32 (vdpbf16ps), u8 x s8 quadruples into int32 (vpdpbusd).
 #pragma once
 
+// The probe's loops touch nothing but their own registers. Left to the sanitizers, a -O1 build
+// keeps their accumulator arrays in (instrumented) memory: GCC's ASan ran the fp32 FMA loop at
+// a twentieth of its rate, and a probe is then no figure to divide by.
+#define PB_PROBE_LOOP __attribute__((no_sanitize("address", "thread")))
+
 namespace pb::probe {
 
 enum class Dot { bf16, u8s8 };
