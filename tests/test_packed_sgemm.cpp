@@ -91,6 +91,28 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
   check({false, false, bl.mr + 1, bl.nc + bl.nr + 1, 5, 1.0f, 1.0f});
 }
 
+// More columns than the in-place paths take (A in place up to 64, dot products up to 32), on one
+// thread and on two: few rows read B in place (up to 6 A slivers per thread), many rows and one
+// sliver per thread pack it; every transpose, sums around KC.
+TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
+  const SgemmBlocking bl = sgemm_packed_blocking();
+  SCOPED_TRACE(sgemm_packed_config());
+  const int saved = omp_get_max_threads();
+  const int64_t n = 3 * bl.nr + 67;
+  for (int nt : {1, 2}) {
+    omp_set_num_threads(nt);
+    SCOPED_TRACE("threads " + std::to_string(nt));
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        for (int64_t m : {int64_t(1), int64_t(bl.mr - 1), int64_t(bl.mr + 1), 2 * int64_t(bl.mr),
+                          2 * int64_t(bl.mr) + 3, 5 * int64_t(bl.mr) + 7})
+          for (int64_t k : {bl.kc - 1, 2 * bl.kc + 3}) check({ta, tb, m, n, k, 1.0f, 0.5f});
+        check({ta, tb, 3 * bl.mc + 5, n, bl.kc + 1, 1.0f, 0.0f});
+      }
+  }
+  omp_set_num_threads(saved);
+}
+
 // A^T x B with few columns runs as chunked dot products (no pack); a long sum is split across
 // threads into partials that are added at the end (N <= 32, sums of several chunks).
 TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {

@@ -8,7 +8,8 @@
 // of L3. With op(A) = A and N <= 64 (DeepBench's N = 16..64), full A slivers are read in place
 // instead, each sliver once for all the B slivers (ir outside jr): A is the large operand there
 // and packing it cost more than the few products it serves (1760x16x1760: 0.43 -> 0.25 ms).
-// With op(A) = A^T and N <= 32, each C element is a dot product (gemm_tn_dot).
+// With op(A) = A^T and N <= 32, each C element is a dot product (gemm_tn_dot). With few rows
+// (at most 6 slivers per thread), B is read in place instead of packed (b_in_place below).
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
 #include <omp.h>
@@ -185,6 +186,8 @@ constexpr int64_t kDotMaxN = 32;  // up to here, A^T x B as dot products beats p
 #endif
 
 constexpr int64_t kDirectMaxN = 64;  // up to here, op(A) = A is read in place, not packed
+// Up to this many A slivers per thread, B is read in place, not packed (b_in_place).
+constexpr int64_t kInPlaceBMaxSlivers = 6;
 
 #ifdef PB_X86
 // dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
@@ -341,11 +344,26 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     *mcv = std::min(s1 * mr, m) - *ic;
   };
 
-  static thread_local std::vector<float> b_buf, a_shared_buf;
-  float* bp = scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
   const bool split_rows = n_ic >= nt;  // else the threads share one A block and split columns
   // A not transposed and few B slivers: packing A would cost more than the product saves.
   const bool direct_a = !ta && n <= kDirectMaxN;
+  // B read in place, not packed, when each thread has few A slivers (or the threads share
+  // them): a packed B sliver then served only those few, and packing it (a transposing copy
+  // through memory, a barrier per KC step) cost up to a fifth of the product. One sliver per
+  // thread keeps the pack: every thread would stream all of B for one tile each. Interleaved
+  // A/B runs (medians of 7), 2 threads, Xeon family 6 model 207, M x N x K, GFLOP/s packed ->
+  // in place: 35x8457x1760 105 -> 132, 48x4096x4000 150 -> 198, 256x1024x8192 193 -> 210,
+  // 512x24000x1536 178 -> 200, 256x1024x16384 (A^T) 206 -> 195 (the one loss); with 8 slivers
+  // per thread it lost (768x2048x2048: 230 -> 224, with A^T B^T 210 -> 190), hence 6.
+  const bool b_in_place = !direct_a && ceil_div(n_sl, nt) <= kInPlaceBMaxSlivers &&
+                          (!split_rows || nt == 1 || n_sl >= 2 * nt);
+  // op(B)(p, j) at b[j * b_cs + p * b_ps].
+  const int64_t b_cs = tb ? 1 : ldb, b_ps = tb ? ldb : 1;
+  static thread_local std::vector<float> b_buf, a_shared_buf;
+  float* bp =
+      b_in_place
+          ? nullptr
+          : scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
   float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
 
   // A thread that cannot grow its A block still passes every barrier; once one failed, no
@@ -361,18 +379,25 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
       for (int64_t pc = 0; pc < k; pc += kc_max) {
         const int64_t kc = std::min(kc_max, k - pc);
         const float beta_eff = pc == 0 ? beta : 1.0f;
+        if (!b_in_place) {
 #pragma omp for schedule(static)
-        for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
+          for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
+        }
         // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
         auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1) {
           const int64_t n_ir = ceil_div(mcv, mr);
           for (int64_t jr = jr0; jr < jr1; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
             float* cj = c + (jc + jr * nr) * ldc + ic;
+            const float* bs = b + (jc + jr * nr) * b_cs + pc * b_ps;
             for (int64_t ir = 0; ir < n_ir; ++ir) {
               const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-              cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
-                        beta_eff, mv, nv);
+              if (b_in_place)
+                cf.in_place(kc, ap + ir * mr * kc, bs, b_cs, b_ps, cj + ir * mr, ldc, alpha,
+                            beta_eff, mv, nv);
+              else
+                cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
+                          beta_eff, mv, nv);
             }
           }
         };
