@@ -21,13 +21,8 @@ import tempfile
 ROOT = sys.argv[1]
 BUILD = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")
 FIT = os.path.join(ROOT, "tools", "allreduce_fit.py")
-failures = []
-
-
-def expect(cond, what, detail=""):
-    if not cond:
-        failures.append(what + ("\n" + detail[-3000:] if detail else ""))
-    return cond
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklib import expect, finish  # noqa: E402
 
 
 def run(cmd, timeout=120):
@@ -205,7 +200,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-for f in failures:
-    print("FAIL: " + f)
-print("check_allreduce_fit: %s" % ("%d failure(s)" % len(failures) if failures else "PASS"))
-sys.exit(1 if failures else 0)
+finish("check_allreduce_fit")

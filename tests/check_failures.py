@@ -20,12 +20,8 @@ ROOT, BUILD = sys.argv[1], sys.argv[2]
 BENCH = os.path.join(BUILD, "bench_gemm")
 ARGS = ["--primbench_sets=square", "--benchmark_filter=gemm/cpu/.*square:(128|256)/",
         "--benchmark_min_time=0.001"]
-failures = []
-
-
-def expect(cond, what, detail=""):
-    if not cond:
-        failures.append(what + ("\n" + detail[-3000:] if detail else ""))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklib import expect, failures, finish  # noqa: E402
 
 
 def child_env(env_extra=None):
@@ -321,7 +317,4 @@ code, out = run([cli] + net + ["--train"], {"PRIMBENCH_INJECT_ERROR": "cpu/direc
 expect(code == 1 and re.search(r"gradients FAIL .*: \S+\.w FAIL", out or ""),
        "primbench net --train --check exits 1 naming a wrong weight gradient (got %d)" % code, out)
 
-for f in failures:
-    print("FAILED: " + f)
-print("%d passed, %d failed" % (0 if failures else 1, len(failures)))
-sys.exit(1 if failures else 0)
+finish("check_failures")

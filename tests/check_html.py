@@ -19,8 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_report as cr  # noqa: E402  (the synthetic results, the DOM parser)
 
 SKIP = 77
-failures = cr.failures
-expect = cr.expect
+from checklib import expect, finish  # noqa: E402
 
 
 def read_png(path):
@@ -105,7 +104,7 @@ def main():
         code, out, err = cr.run([report, "--html", folder], timeout=240)
         if not expect(code == 0 and os.path.isfile(page),
                       "tools/report --html writes <folder>/report.html (got %d)" % code, out + err):
-            return finish()
+            return finish("check_html")
         with open(page, encoding="utf-8") as f:
             source = f.read()
         dom = cr.Dom(source)
@@ -175,14 +174,7 @@ def main():
                "every <img> is in Chromium's DOM")
         expect(len([n for n in r_nodes if n.tag == "table"]) ==
                len([n for n in nodes if n.tag == "table"]), "every table is in Chromium's DOM")
-    return finish()
-
-
-def finish():
-    for f in failures:
-        print("FAILED: " + f)
-    print("check_html: %d failed" % len(failures))
-    sys.exit(1 if failures else 0)
+    return finish("check_html")
 
 
 if __name__ == "__main__":

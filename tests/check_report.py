@@ -27,13 +27,8 @@ BUILD = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build")
 REPORT = os.path.join(ROOT, "tools", "report")
 SWEEP = os.path.join(ROOT, "tools", "sweep")
 COMPARE = os.path.join(ROOT, "tools", "compare")
-failures = []
-
-
-def expect(cond, what, detail=""):
-    if not cond:
-        failures.append(what + ("\n" + detail[-3000:] if detail else ""))
-    return cond
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklib import expect, failures, finish  # noqa: E402
 
 
 def run(cmd, env_extra=None, timeout=300):
@@ -532,10 +527,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pb_report_") as tmp:
         check_synthetic(tmp)
         check_sweeps(tmp)
-    for f in failures:
-        print("FAILED: " + f)
-    print("%s: %d failed" % ("check_report", len(failures)))
-    sys.exit(1 if failures else 0)
+    finish("check_report")
 
 
 if __name__ == "__main__":
