@@ -54,13 +54,7 @@ PB_PROBE_LOOP __attribute__((target("avx512f"))) float fma_loop_512(long iters) 
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_fmadd_ps(acc[j], mul, add);
-  alignas(64) float lanes[16];
-  float s = 0;
-  for (int j = 0; j < kAcc; ++j) {
-    _mm512_store_ps(lanes, acc[j]);
-    for (float l : lanes) s += l;
-  }
-  return s;
+  return probe::lanes_sum(acc, kAcc);
 }
 // 12 accumulators: with the two constants, what AVX2's 16 registers hold without spilling.
 constexpr int kAcc256 = 12;

@@ -38,13 +38,7 @@ PB_PROBE_LOOP __attribute__((target("avx512f,avx512bf16"))) float bf16_loop(long
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], (__m512bh)a, (__m512bh)b);
-  alignas(64) float lanes[16];
-  float s = 0;
-  for (int j = 0; j < kAcc; ++j) {
-    _mm512_store_ps(lanes, acc[j]);
-    for (float l : lanes) s += l;
-  }
-  return s;
+  return lanes_sum(acc, kAcc);
 }
 PB_PROBE_LOOP __attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long iters) {
   __m512i acc[kAcc];
@@ -53,13 +47,9 @@ PB_PROBE_LOOP __attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
-  alignas(64) int lanes[16];
-  float s = 0;
-  for (int j = 0; j < kAcc; ++j) {
-    _mm512_store_si512(lanes, acc[j]);
-    for (int l : lanes) s += static_cast<float>(l);
-  }
-  return s;
+  __m512 f[kAcc];  // the bits as they are: the sum only keeps the loop alive
+  for (int j = 0; j < kAcc; ++j) f[j] = _mm512_castsi512_ps(acc[j]);
+  return lanes_sum(f, kAcc);
 }
 #endif
 

@@ -7,7 +7,25 @@
 // a twentieth of its rate, and a probe is then no figure to divide by.
 #define PB_PROBE_LOOP __attribute__((no_sanitize("address", "thread")))
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace pb::probe {
+
+#if defined(__x86_64__)
+// What a probe loop returns (the sum of its accumulators' lanes, keeping the loop alive): stored
+// and added, where GCC 12's _mm512_reduce_add_* warn of an uninitialised value in its headers.
+PB_PROBE_LOOP __attribute__((target("avx512f"))) inline float lanes_sum(const __m512* acc, int n) {
+  alignas(64) float lanes[16];
+  float s = 0;
+  for (int j = 0; j < n; ++j) {
+    _mm512_store_ps(lanes, acc[j]);
+    for (float l : lanes) s += l;
+  }
+  return s;
+}
+#endif
 
 enum class Dot { bf16, u8s8 };
 
