@@ -113,8 +113,9 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   omp_set_num_threads(saved);
 }
 
-// A^T x B with few columns runs as chunked dot products (no pack); a long sum is split across
-// threads into partials that are added at the end (N <= 32, sums of several chunks).
+// A^T x B with few columns runs as chunked dot products (no pack) of 8192 terms: each thread
+// takes its rows through every chunk (k = 4 * 2048 + 17 is two chunks on that path), or a long
+// sum (12 * 2048 + 5, four chunks) is split across threads into partials added at the end.
 TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {
   for (int64_t k :
        {int64_t(1), int64_t(2047), int64_t(2049), int64_t(4 * 2048 + 17), int64_t(12 * 2048 + 5)})
