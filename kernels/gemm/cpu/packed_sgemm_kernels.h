@@ -75,15 +75,28 @@ __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const
     for (int v = 0; v < V; ++v) acc[j][v] = _mm512_setzero_ps();
   // The C tile is read and written at the end: fetch it now, behind the sum (a large C is
   // not in cache, and its columns lie ldc apart where no prefetcher follows).
-  for (int j = 0; j < nv; ++j)
+  for (int j = 0; j < nv; ++j) {
     for (int v = 0; v < V; ++v)
       _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 16 * v), _MM_HINT_T0);
+  }
+  // A read in place (as = lda > MR: packed_sgemm.cpp's direct_a, few columns) has each step's
+  // 48 rows in another page, where no hardware prefetcher follows: every step of the sum waited
+  // on memory. Each step fetches the same column's rows of the next sliver, which the next
+  // call reads (one sliver ahead beat two). Interleaved in one process, medians of 7, 2
+  // threads, Xeon family 6 model 207, GFLOP/s without -> with: 4096x32x4096 93 -> 178,
+  // 4096x16x4096 56 -> 102, 7680x16x2560 76 -> 128, 1024x16x500000 52 -> 76, 1760x16x1760
+  // 124 -> 152, 2048x64x2048 174 -> 188.
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
     __m512 av[V];
 #pragma GCC unroll 3
     for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
+    if (as > kMr512) {  // A in place: fetch the next sliver's rows of this column (see above)
+#pragma GCC unroll 3
+      for (int v = 0; v < 3; ++v)
+        _mm_prefetch(reinterpret_cast<const char*>(ap + kMr512 + 16 * v), _MM_HINT_T0);
+    }
 #pragma GCC unroll 8
     for (int j = 0; j < NB; ++j) {
       const __m512 bj = _mm512_set1_ps(b.at(p, j));
@@ -178,6 +191,10 @@ __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const floa
     __m256 av[V];
 #pragma GCC unroll 3
     for (int v = 0; v < V; ++v) av[v] = _mm256_loadu_ps(ap + 8 * v);
+    if (as > kMr256) {  // A in place: the next sliver's rows, as in tile_avx512
+      _mm_prefetch(reinterpret_cast<const char*>(ap + kMr256), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(ap + 2 * kMr256 - 1), _MM_HINT_T0);
+    }
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
       const __m256 bj = _mm256_set1_ps(b.at(p, j));
