@@ -346,7 +346,15 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // Row blocks: whole slivers, at most mc rows, the same number of blocks per thread, and the
   // slivers dealt out evenly (block b: slivers [b*ns/nb, (b+1)*ns/nb)).
   const int64_t n_sl = ceil_div(m, mr);
-  const int64_t n_ic = std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt);
+  // With at most two slivers per thread in one row block (and columns enough for two slivers
+  // per thread), the threads share one A block and split the columns instead: by rows, 3
+  // slivers on 2 threads ran 2 against 1, and each thread streamed all of B for its few rows.
+  // Interleaved in one process (medians of 15-51), 2 threads, Xeon family 6 model 207, GFLOP/s
+  // rows -> columns: 128x128x128 99 -> 135, 96x4096x1024 184 -> 270, 144x2048x2048 193 -> 289,
+  // 192x2048x4096 259 -> 294, 160x700x2560 238 -> 273, 96x1024x8192 with B^T 155 -> 145 (the
+  // one loss); at 3 slivers per thread it was even (256x256x256 246 -> 241), hence 2.
+  const bool share_a = nt > 1 && m <= cf.mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt;
+  const int64_t n_ic = share_a ? 1 : std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt);
   const int64_t mc = ceil_div(n_sl, n_ic) * mr;  // the largest block
   auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
     const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
