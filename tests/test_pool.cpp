@@ -44,6 +44,23 @@ TEST(PoolSmoke, BadDescriptorsNameTheField) {
   EXPECT_NE(field("ic3ih8kh2").find("mb"), std::string::npos);
 }
 
+// Sizes the output formula doubles and adds are bounded before it runs: a pad of 2^63 - 1
+// overflowed 2 * pw there (fuzz_pool; UBSan's report, then a message about the kernel).
+TEST(PoolSmoke, HugeSizesAreRefusedBeforeDerivingTheOutput) {
+  auto error = [](const std::string& s) {
+    try {
+      PoolDesc::parse(s);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(none)");
+  };
+  const std::string pw = error("mb2ic7ih9iw127kh3kw233ow33sh2sw1ph1pw9223372036854775807_max");
+  EXPECT_NE(pw.find("field pw: must be < 2^31"), std::string::npos) << pw;
+  const std::string ih = error("mb2ic7ih9223372036854775807kh3_max");
+  EXPECT_NE(ih.find("field ih: must be < 2^31"), std::string::npos) << ih;
+}
+
 // All-equal src: with overlapping windows (3x3 stride 2) and padding, every window's gradient
 // must land on its first in-image element, in every implementation.
 TEST(PoolSmoke, AllEqualInputsFirstElementWinsTies) {

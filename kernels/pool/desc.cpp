@@ -41,6 +41,20 @@ PoolDesc PoolDesc::parse(const std::string& text) {
   d.sw = r.get("sw", d.sh);
   d.ph = r.get("ph", 0);
   d.pw = r.get("pw", d.ph);
+  // The output formula doubles and adds these: bound them before deriving (fuzz_pool found
+  // pw9223372036854775807 overflowing 2 * pw); validate() checks each more closely after.
+  const int64_t kMax = int64_t(1) << 31;
+  for (auto [f, v] : {std::pair<const char*, int64_t>{"ih", d.ih},
+                      {"iw", d.iw},
+                      {"kh", d.kh},
+                      {"kw", d.kw},
+                      {"sh", d.sh},
+                      {"sw", d.sw},
+                      {"ph", d.ph},
+                      {"pw", d.pw}}) {
+    if (v >= kMax) r.fail(f, "must be < 2^31, got " + std::to_string(v));
+    if (v <= -kMax) r.fail(f, "must be >= 0, got " + std::to_string(v));
+  }
   // Derived output sizes; a value <= 0 is reported by validate() under oh/ow.
   d.oh = r.get("oh", d.sh > 0 ? (d.ih + 2 * d.ph - d.kh) / d.sh + 1 : 0);
   d.ow = r.get("ow", d.sw > 0 ? (d.iw + 2 * d.pw - d.kw) / d.sw + 1 : 0);
