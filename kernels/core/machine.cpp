@@ -65,13 +65,7 @@ PB_PROBE_LOOP __attribute__((target("avx2,fma"))) float fma_loop_256(long iters)
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 12
     for (int j = 0; j < kAcc256; ++j) acc[j] = _mm256_fmadd_ps(acc[j], mul, add);
-  alignas(32) float lanes[8];
-  float s = 0;
-  for (int j = 0; j < kAcc256; ++j) {
-    _mm256_store_ps(lanes, acc[j]);
-    for (float l : lanes) s += l;
-  }
-  return s;
+  return probe::lanes_sum(acc, kAcc256);
 }
 #endif
 using Vec = float __attribute__((vector_size(64)));
@@ -82,10 +76,7 @@ PB_PROBE_LOOP float fma_loop_generic(long iters) {
   for (long it = 0; it < iters; ++it)
 #pragma GCC unroll 16
     for (int j = 0; j < kAcc; ++j) acc[j] = acc[j] * mul + add;
-  float s = 0;
-  for (int j = 0; j < kAcc; ++j)
-    for (int l = 0; l < 16; ++l) s += acc[j][l];
-  return s;
+  return probe::lanes_sum(acc, kAcc);
 }
 
 // The loop for this CPU and its floating-point operations per iteration.

@@ -7,25 +7,23 @@
 // a twentieth of its rate, and a probe is then no figure to divide by.
 #define PB_PROBE_LOOP __attribute__((no_sanitize("address", "thread")))
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include <cstring>
 
 namespace pb::probe {
 
-#if defined(__x86_64__)
-// What a probe loop returns (the sum of its accumulators' lanes, keeping the loop alive): stored
-// and added, where GCC 12's _mm512_reduce_add_* warn of an uninitialised value in its headers.
-PB_PROBE_LOOP __attribute__((target("avx512f"))) inline float lanes_sum(const __m512* acc, int n) {
-  alignas(64) float lanes[16];
+// What a probe loop returns (the sum of its accumulators' lanes, in order, keeping the loop
+// alive), for any vector of floats (__m512, __m256, GCC vector types): copied out and added,
+// where GCC 12's _mm512_reduce_add_* warn of an uninitialised value in its headers.
+template <class V>
+PB_PROBE_LOOP inline float lanes_sum(const V* acc, int n) {
+  float lanes[sizeof(V) / sizeof(float)];
   float s = 0;
   for (int j = 0; j < n; ++j) {
-    _mm512_store_ps(lanes, acc[j]);
+    std::memcpy(lanes, &acc[j], sizeof lanes);
     for (float l : lanes) s += l;
   }
   return s;
 }
-#endif
 
 enum class Dot { bf16, u8s8 };
 
