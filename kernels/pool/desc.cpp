@@ -7,6 +7,10 @@
 
 namespace pb {
 
+namespace {
+constexpr int64_t kMaxSize = int64_t(1) << 31;  // every size and pad stays below
+}  // namespace
+
 std::string pool_alg_str(PoolAlg a) {
   switch (a) {
     case PoolAlg::max:
@@ -41,23 +45,15 @@ PoolDesc PoolDesc::parse(const std::string& text) {
   d.sw = r.get("sw", d.sh);
   d.ph = r.get("ph", 0);
   d.pw = r.get("pw", d.ph);
-  // The output formula doubles and adds these: bound them before deriving (fuzz_pool found
-  // pw9223372036854775807 overflowing 2 * pw); validate() checks each more closely after.
-  const int64_t kMax = int64_t(1) << 31;
-  for (auto [f, v] : {std::pair<const char*, int64_t>{"ih", d.ih},
-                      {"iw", d.iw},
-                      {"kh", d.kh},
-                      {"kw", d.kw},
-                      {"sh", d.sh},
-                      {"sw", d.sw},
-                      {"ph", d.ph},
-                      {"pw", d.pw}}) {
-    if (v >= kMax) r.fail(f, "must be < 2^31, got " + std::to_string(v));
-    if (v <= -kMax) r.fail(f, "must be >= 0, got " + std::to_string(v));
-  }
-  // Derived output sizes; a value <= 0 is reported by validate() under oh/ow.
-  d.oh = r.get("oh", d.sh > 0 ? (d.ih + 2 * d.ph - d.kh) / d.sh + 1 : 0);
-  d.ow = r.get("ow", d.sw > 0 ? (d.iw + 2 * d.pw - d.kw) / d.sw + 1 : 0);
+  // Derived output sizes; a value <= 0 is reported by validate() under oh/ow, and so is a field
+  // past 2^31, from which nothing is derived (fuzz_pool: 2 * pw overflowed at pw = 2^63 - 1).
+  auto derive = [](int64_t i, int64_t k, int64_t s, int64_t p) -> int64_t {
+    for (int64_t v : {i, k, s, p})
+      if (v <= -kMaxSize || v >= kMaxSize) return 0;
+    return s > 0 ? (i + 2 * p - k) / s + 1 : 0;
+  };
+  d.oh = r.get("oh", derive(d.ih, d.kh, d.sh, d.ph));
+  d.ow = r.get("ow", derive(d.iw, d.kw, d.sw, d.pw));
   d.name = r.name();
   d.validate();
   return d;
@@ -67,7 +63,11 @@ void PoolDesc::validate() const {
   auto fail = [](const std::string& f, const std::string& msg) {
     throw InputError("pool descriptor field " + f, msg);
   };
-  const int64_t kMax = int64_t(1) << 31;
+  // Pads first: parse() derived no output size from one out of bounds.
+  for (auto [f, v] : {std::pair<const char*, int64_t>{"ph", ph}, {"pw", pw}}) {
+    if (v < 0) fail(f, "padding must be >= 0");
+    if (v >= kMaxSize) fail(f, "must be < 2^31, got " + std::to_string(v));
+  }
   for (auto [f, v] : {std::pair<const char*, int64_t>{"mb", mb},
                       {"ic", ic},
                       {"ih", ih},
@@ -79,9 +79,8 @@ void PoolDesc::validate() const {
                       {"oh", oh},
                       {"ow", ow}}) {
     if (v < 1) fail(f, "must be >= 1, got " + std::to_string(v));
-    if (v >= kMax) fail(f, "must be < 2^31, got " + std::to_string(v));
+    if (v >= kMaxSize) fail(f, "must be < 2^31, got " + std::to_string(v));
   }
-  if (ph < 0 || pw < 0) fail(ph < 0 ? "ph" : "pw", "padding must be >= 0");
   if (ph >= kh || pw >= kw) fail(ph >= kh ? "ph" : "pw", "padding must be smaller than the kernel");
   // Every window must hold at least one image element (else max and avgnp are undefined).
   if (pad_b() >= kh) fail("oh", "output rows beyond the image: pad_b = " + std::to_string(pad_b()));
