@@ -46,6 +46,7 @@ Config make_config() {
   const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
   c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
+  c.mu = c.kernel == kernel_generic ? c.mr : c.mr / 3;
   return c;
 }
 
@@ -343,26 +344,31 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
 #endif
   const int mr = cf.mr, nr = cf.nr;
   const int64_t kc_max = cf.kc, nc_max = cf.nc;
-  // Row blocks: whole slivers, at most mc rows, the same number of blocks per thread, and the
-  // slivers dealt out evenly (block b: slivers [b*ns/nb, (b+1)*ns/nb)).
-  const int64_t n_sl = ceil_div(m, mr);
+  // Row blocks: at most mc rows, the same number of blocks per thread, cut at multiples of the
+  // micro-kernel's vector rows (mu), so that each block's last sliver computes only the vectors
+  // it needs: in whole slivers, 256 rows on 2 threads ran as 144 against 112. Interleaved in one
+  // process (medians of 11-15), 2 threads, Xeon family 6 model 207, GFLOP/s slivers -> vectors:
+  // 256x256x256 251-262 -> 287-293, 256x256x256 (A^T) 228 -> 242, 512x512x512 even (264-276 ->
+  // 258-285); on the AVX2 path even (256x256x256 144 -> 144, 200x1000x1000 134-148 -> 142-148).
+  const int64_t n_sl = ceil_div(m, mr), mu = cf.mu, units = ceil_div(m, mu);
   // With at most two slivers per thread in one row block (and columns enough for two slivers
-  // per thread), the threads share one A block and split the columns instead: by rows, 3
-  // slivers on 2 threads ran 2 against 1, and each thread streamed all of B for its few rows.
-  // Interleaved in one process (medians of 15-51), 2 threads, Xeon family 6 model 207, GFLOP/s
-  // rows -> columns: 128x128x128 99 -> 135, 96x4096x1024 184 -> 270, 144x2048x2048 193 -> 289,
-  // 192x2048x4096 259 -> 294, 160x700x2560 238 -> 273, 96x1024x8192 with B^T 155 -> 145 (the
-  // one loss); at 3 slivers per thread it was even (256x256x256 246 -> 241), hence 2.
-  const bool share_a = nt > 1 && m <= cf.mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt;
-  const int64_t n_ic = share_a ? 1 : std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt);
-  const int64_t mc = ceil_div(n_sl, n_ic) * mr;  // the largest block
+  // per thread), or fewer slivers than threads, the threads split the columns instead, each
+  // with all the rows: by rows, 3 slivers on 2 threads ran 2 against 1, and each thread streamed
+  // all of B for its few rows. Interleaved in one process (medians of 15-51), 2 threads, Xeon
+  // family 6 model 207, GFLOP/s rows -> columns: 128x128x128 99 -> 135, 96x4096x1024 184 ->
+  // 270, 144x2048x2048 193 -> 289, 192x2048x4096 259 -> 294, 160x700x2560 238 -> 273,
+  // 96x1024x8192 with B^T 155 -> 145 (the one loss); at 3 slivers per thread it was even
+  // (256x256x256 246 -> 241), hence 2.
+  const bool split_rows =
+      nt == 1 || !(n_sl < nt || (m <= cf.mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt));
+  const int64_t n_ic = split_rows ? std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt) : 1;
+  const int64_t mc = ceil_div(ceil_div(units, n_ic) * mu, mr) * mr;  // the largest block
   auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
-    const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
-    *ic = s0 * mr;
-    *mcv = std::min(s1 * mr, m) - *ic;
+    const int64_t u0 = blk * units / n_ic, u1 = (blk + 1) * units / n_ic;
+    *ic = u0 * mu;
+    *mcv = std::min(u1 * mu, m) - *ic;
   };
 
-  const bool split_rows = n_ic >= nt;  // else the threads share one A block and split columns
   // A not transposed and few B slivers: packing A would cost more than the product saves.
   const bool direct_a = !ta && n <= kDirectMaxN;
   // B read in place, not packed, when each thread has few A slivers (or the threads share
@@ -377,12 +383,11 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
                           (!split_rows || nt == 1 || n_sl >= 2 * nt);
   // op(B)(p, j) at b[j * b_cs + p * b_ps].
   const int64_t b_cs = tb ? 1 : ldb, b_ps = tb ? ldb : 1;
-  static thread_local std::vector<float> b_buf, a_shared_buf;
+  static thread_local std::vector<float> b_buf;
   float* bp =
       b_in_place
           ? nullptr
           : scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
-  float* ap_shared = split_rows ? nullptr : scratch(a_shared_buf, static_cast<size_t>(mc) * kc_max);
 
   // A thread that cannot grow its A block still passes every barrier; once one failed, no
   // thread computes, and the error is rethrown after the region.
@@ -391,7 +396,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   {
     static thread_local std::vector<float> a_buf;
     float* ap_own = nullptr;
-    if (split_rows) errors.run([&] { ap_own = scratch(a_buf, size_t(mc) * kc_max, true); });
+    errors.run([&] { ap_own = scratch(a_buf, size_t(mc) * kc_max, true); });
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
@@ -451,15 +456,24 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
             tiles(ic, mcv, ap_own, 0, n_jr);
           }
         } else {
-          for (int64_t blk = 0; blk < n_ic; ++blk) {
-            int64_t ic, mcv;
-            block_rows(blk, &ic, &mcv);
-            const int64_t n_ir = ceil_div(mcv, mr);
+          // Columns split: each thread packs the whole block into its own buffer. One shared
+          // pack (each thread some slivers, then a barrier) had every packed line written by
+          // one core and read by both, each call: 128x128x128 spent 12 us packing 64 KB that
+          // takes 3 us alone. Interleaved in one process (medians of 11-21), 2 threads, Xeon
+          // family 6 model 207, GFLOP/s shared -> own: 128x128x128 128-134 -> 200-237,
+          // 64x64x512 83 -> 146, 128x128x128 (A^T B^T) 117 -> 213, 160x700x2560 274 -> 291,
+          // 96x4096x1024 293 -> 299.
+          if (!errors.failed()) pack_a(ta, a, lda, 0, m, pc, kc, mr, 0, n_sl, ap_own);
+          // With B in place nothing is shared: no barrier (the static split gives each thread
+          // the same columns at every step of the sum). A packed B is rewritten at the next step.
+          if (b_in_place) {
+#pragma omp for schedule(static) nowait
+            for (int64_t jr = 0; jr < n_jr; ++jr)
+              if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
+          } else {
 #pragma omp for schedule(static)
-            for (int64_t s = 0; s < n_ir; ++s)
-              pack_a(ta, a, lda, ic, mcv, pc, kc, mr, s, s + 1, ap_shared);
-#pragma omp for schedule(static)
-            for (int64_t jr = 0; jr < n_jr; ++jr) tiles(ic, mcv, ap_shared, jr, jr + 1);
+            for (int64_t jr = 0; jr < n_jr; ++jr)
+              if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
           }
         }
       }

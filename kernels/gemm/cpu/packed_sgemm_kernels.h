@@ -301,6 +301,9 @@ struct Config {
   InPlaceKernel in_place;
   int mr, nr;
   int64_t kc, mc, nc;
+  // The rows of one vector of a sliver (16 or 8; the generic tile computes all MR): a sliver's
+  // last rows cost whole vectors, so row blocks are cut at multiples of it.
+  int mu = 0;
 };
 const Config& config();
 
