@@ -108,6 +108,28 @@ TEST(VmathSmoke, ShiftedSumIsTheSoftmaxDenominator) {
   }
 }
 
+// The softmax's max and the backward's dot product: the largest element wherever it lies (in
+// the vector loop, a lane other than the first, or the tail), -inf on no elements; the dot
+// product against fp64 over every tail length.
+TEST(VmathSmoke, MaxAndDotOnEveryTail) {
+  for (int64_t n : kLengths) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    EXPECT_EQ(vmath::max(inputs(n, -30.0f, -5.0f).data(), 0), -INFINITY);
+    for (int64_t at = 0; at < n; ++at) {
+      std::vector<float> x = inputs(n, -30.0f, -5.0f);
+      x[at] = 1.5f;
+      ASSERT_EQ(vmath::max(x.data(), n), 1.5f) << "largest at " << at;
+    }
+    const std::vector<float> a = inputs(n, -2.0f, 3.0f), b = inputs(n, -1.0f, 0.5f);
+    double want = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want += double(a[i]) * b[i];
+      mag += std::fabs(double(a[i]) * b[i]);
+    }
+    EXPECT_NEAR(vmath::dot(a.data(), b.data(), n), want, 1e-6 * mag + 1e-30);
+  }
+}
+
 // Non-temporal stores (for outputs past the last-level cache) give the same results as plain
 // ones, on aligned and misaligned outputs and every tail length; relu keeps its exact values.
 TEST(VmathSmoke, StreamingStoresMatchPlainOnes) {

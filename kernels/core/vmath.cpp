@@ -6,6 +6,7 @@
 #include <sleef.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -78,6 +79,20 @@ struct Funcs {
   using T = typename L::T;
   static void exp(const float* x, float* y, int64_t n) {
     map2<L>(x, nullptr, y, n, [](T v, T) { return L::exp(v); });
+  }
+  static float max(const float* x, int64_t n) {
+    T m = L::set1(-INFINITY);
+    int64_t i = 0;
+    for (; i + L::W <= n; i += L::W) {
+      const T v = L::load(x + i);
+      m = v > m ? v : m;
+    }
+    float lanes[L::W];
+    L::store(lanes, m);
+    float r = lanes[0];
+    for (int l = 1; l < L::W; ++l) r = lanes[l] > r ? lanes[l] : r;
+    for (; i < n; ++i) r = x[i] > r ? x[i] : r;
+    return r;
   }
   static double exp_shifted_sum(const float* x, float* y, int64_t n, float shift) {
     const T s = L::set1(shift);
@@ -214,6 +229,15 @@ const char* isa() {
 
 void exp(const float* x, float* y, int64_t n) {
   PB_VMATH_DISPATCH(exp, x, y, n)
+}
+float max(const float* x, int64_t n) {
+  PB_VMATH_DISPATCH(max, x, n)
+}
+double dot(const float* a, const float* b, int64_t n) {
+  double sum = 0;  // the products in fp32, their sum in fp64 (as exp_shifted_sum)
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
 }
 double exp_shifted_sum(const float* x, float* y, int64_t n, float shift) {
   PB_VMATH_DISPATCH(exp_shifted_sum, x, y, n, shift)

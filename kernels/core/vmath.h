@@ -14,6 +14,10 @@ namespace pb::vmath {
 const char* isa();
 
 void exp(const float* x, float* y, int64_t n);  // y = exp(x)
+// The largest of x[0..n) (-inf for n = 0; NaNs are passed over, as std::max(max, x) does).
+float max(const float* x, int64_t n);
+// The sum of a[i] * b[i], each product in fp32, accumulated in fp64.
+double dot(const float* a, const float* b, int64_t n);
 // y = exp(x - shift); returns the sum of y, accumulated in fp64 (a softmax denominator).
 double exp_shifted_sum(const float* x, float* y, int64_t n, float shift);
 // The element-wise activations. nt: non-temporal stores, for outputs larger than the last-level

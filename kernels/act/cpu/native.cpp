@@ -33,9 +33,9 @@ void parallel_ranges(int64_t n, F f) {
 // One position's softmax over ic contiguous channels: y = exp(x - max) / sum, giving the max
 // and the sum (for the cross-entropy).
 inline void softmax_row(const float* x, float* y, int64_t ic, float* max, float* sum) {
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int64_t c = 0; c < ic; ++c) mx = std::max(mx, x[c]);
+  // In vmath: GCC left this loop scalar under omp simd (a chain of vmaxss: 16x1000 ran in 19
+  // us against oneDNN's 7).
+  const float mx = vmath::max(x, ic);
   const double sm = vmath::exp_shifted_sum(x, y, ic, mx);
   const float r = static_cast<float>(1.0 / sm);
 #pragma omp simd
@@ -131,9 +131,16 @@ class ActCpuNative : public ActImpl {
         if (d_.func == ActFunc::softmax && !fwd) {  // dx = y * (dy - sum dy*y)
           const float* dy = aux;
           if (w == 1) {
+            // One position, channels hw apart. Contiguous (hw = 1), the sum goes through vmath:
+            // GCC left this loop scalar here under omp simd (16x1000 ran in 7 us against
+            // oneDNN's 3).
             double acc = 0;
+            if (hw == 1) {
+              acc = vmath::dot(dy + base, x + base, ic);
+            } else {
 #pragma omp simd reduction(+ : acc)
-            for (int64_t c = 0; c < ic; ++c) acc += dy[base + c * hw] * x[base + c * hw];
+              for (int64_t c = 0; c < ic; ++c) acc += dy[base + c * hw] * x[base + c * hw];
+            }
             const float dot = static_cast<float>(acc);
 #pragma omp simd
             for (int64_t c = 0; c < ic; ++c)
