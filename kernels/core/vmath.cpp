@@ -124,7 +124,9 @@ struct Funcs {
   // SLEEF's 1.0-ULP expf (an odd polynomial below |x| = 0.625, else 1 - 2 / (exp(2|x|) + 1))
   // took 38 and SLEEF's 1.0-ULP tanhf 90; Cephes' form gave 0.58x oneDNN's forward on AlexNet's
   // 4.6M-element tanh1.
-  static T tanh_of(T v) { return L::tanh(v); }
+  static T tanh_of(T v) {
+    return L::tanh(v);
+  }
   static void tanh(const float* x, float* y, int64_t n, bool nt) {
     map2<L>(
         x, nullptr, y, n, [](T v, T) { return tanh_of(v); }, nt);

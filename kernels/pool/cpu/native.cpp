@@ -1,8 +1,8 @@
 // cpu/native pooling: OpenMP over (n, c) planes; windows are separable (a row pass into a small
 // per-thread buffer, then a column pass), so both passes are unit- or fixed-stride SIMD loops and
 // each plane is read from memory once and written once; rows shorter than 16 outputs go 16 planes
-// at a time through a transposed copy instead (forward_blocked). Max backward scatters diff_dst through
-// an argmax workspace recorded in forward_state(): the window index of the first maximum in
+// at a time through a transposed copy instead (forward_blocked). Max backward scatters diff_dst
+// through an argmax workspace recorded in forward_state(): the window index of the first maximum in
 // row-major scan order (strict '>' while scanning, so ties go to the earliest element).
 #include <omp.h>
 
@@ -162,8 +162,7 @@ class PoolCpuNative : public HostPool {
 
   template <bool Max>
   void forward() {
-    if (global())
-      return forward_global<Max>();
+    if (global()) return forward_global<Max>();
     int64_t p0 = 0;  // the planes the separable passes start at
     if (blocked()) p0 = forward_blocked<Max>();
     if (d_.sw == 1)
@@ -180,7 +179,9 @@ class PoolCpuNative : public HostPool {
   // within the call), every output takes its window's kLanes-wide rows whole, and the outputs are
   // transposed back. Returns the planes done (whole groups of kLanes; the rest go the other way).
   static constexpr int64_t kLanes = 16;
-  bool blocked() const { return d_.ow < kLanes && planes() >= kLanes; }
+  bool blocked() const {
+    return d_.ow < kLanes && planes() >= kLanes;
+  }
   template <bool Max>
   int64_t forward_blocked() {
     const PoolDesc& d = d_;
