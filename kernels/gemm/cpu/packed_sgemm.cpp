@@ -344,13 +344,14 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
 #endif
   const int mr = cf.mr, nr = cf.nr;
   const int64_t kc_max = cf.kc, nc_max = cf.nc;
-  // Row blocks: at most mc rows, the same number of blocks per thread, cut at multiples of the
-  // micro-kernel's vector rows (mu), so that each block's last sliver computes only the vectors
-  // it needs: in whole slivers, 256 rows on 2 threads ran as 144 against 112. Interleaved in one
-  // process (medians of 11-15), 2 threads, Xeon family 6 model 207, GFLOP/s slivers -> vectors:
-  // 256x256x256 251-262 -> 287-293, 256x256x256 (A^T) 228 -> 242, 512x512x512 even (264-276 ->
-  // 258-285); on the AVX2 path even (256x256x256 144 -> 144, 200x1000x1000 134-148 -> 142-148).
-  const int64_t n_sl = ceil_div(m, mr), mu = cf.mu, units = ceil_div(m, mu);
+  // Row blocks: at most mc rows, the same number of blocks per thread; one block per thread is
+  // cut at a multiple of the micro-kernel's vector rows (mu, below), so that its last sliver
+  // computes only the vectors it needs: in whole slivers, 256 rows on 2 threads ran as 144 against
+  // 112. Interleaved in one process (medians of 11-15), 2 threads, Xeon family 6 model 207, GFLOP/s
+  // slivers -> vectors: 256x256x256 251-262 -> 287-293, 256x256x256 (A^T) 228 -> 242, 512x512x512
+  // even (264-276 -> 258-285); on the AVX2 path even (256x256x256 144 -> 144, 200x1000x1000 134-148
+  // -> 142-148).
+  const int64_t n_sl = ceil_div(m, mr);
   // With at most two slivers per thread in one row block (and columns enough for two slivers
   // per thread), or fewer slivers than threads, the threads split the columns instead, each
   // with all the rows: by rows, 3 slivers on 2 threads ran 2 against 1, and each thread streamed
@@ -362,6 +363,11 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool split_rows =
       nt == 1 || !(n_sl < nt || (m <= cf.mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt));
   const int64_t n_ic = split_rows ? std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt) : 1;
+  // Blocks cut at vector rows only when each thread has one: with several per thread the
+  // dynamic schedule evens them out, and more blocks ended in a partial sliver. Interleaved
+  // (medians of 9), GFLOP/s every split cut at vectors -> only one block per thread:
+  // 4096x64x4096 (A^T) 194 -> 208, 512x24000x2560 271 -> 279, 1024x48000x2560 (A^T) 291 -> 288.
+  const int64_t mu = n_ic <= nt ? cf.mu : mr, units = ceil_div(m, mu);
   const int64_t mc = ceil_div(ceil_div(units, n_ic) * mu, mr) * mr;  // the largest block
   auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
     const int64_t u0 = blk * units / n_ic, u1 = (blk + 1) * units / n_ic;
