@@ -302,7 +302,7 @@ struct Config {
   int mr, nr;
   int64_t kc, mc, nc;
   // The rows of one vector of a sliver (16 or 8; the generic tile computes all MR): a sliver's
-  // last rows cost whole vectors, so row blocks are cut at multiples of it.
+  // last rows cost whole vectors, so one row block per thread is cut at a multiple of it.
   int mu = 0;
 };
 const Config& config();
