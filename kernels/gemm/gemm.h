@@ -23,5 +23,6 @@ std::unique_ptr<GemmImpl> make_gemm_clblast();
 std::unique_ptr<GemmImpl> make_gemm_clblast_default();
 std::unique_ptr<GemmImpl> make_gemm_ocl_tiled();
 std::unique_ptr<GemmImpl> make_gemm_onednn_matmul();
+std::unique_ptr<GemmImpl> make_gemm_onednn_sgemm();
 
 }  // namespace pb

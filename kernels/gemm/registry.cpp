@@ -15,6 +15,7 @@ const Registry<GemmDesc>& gemm_registry() {
       {"ocl/clblast_default", PB_OPENCL_FACTORY(make_gemm_clblast_default), opencl_unavailable},
       {"ocl/tiled", PB_OPENCL_FACTORY(make_gemm_ocl_tiled), opencl_unavailable},
       {"onednn/matmul", PB_ONEDNN_FACTORY(make_gemm_onednn_matmul), onednn_unavailable},
+      {"onednn/sgemm", PB_ONEDNN_FACTORY(make_gemm_onednn_sgemm), onednn_unavailable},
   };
   return r;
 }
