@@ -276,13 +276,9 @@ void driver(const LowpGemm& g) {
   const int64_t nc_max = std::max<int64_t>(kNr, l3 / 4 / (kcp_max * sizeof(TB)) / kNr * kNr);
   const int nt = gemm_threads(m, n, k);
   const int64_t n_sl = ceil_div(m, kMr);
-  // Rows split over the threads, or, with fewer slivers than threads (or at most two per thread
-  // in one block, and columns for two B slivers per thread), the columns, as in the SGEMM. Medians
-  // of 3 against onednn/matmul, rows -> columns at 128x128x128: bf16 0.62 -> 0.92, u8s8 0.39 ->
-  // 0.76; 256 and 512 even (0.49-0.89 both ways).
-  const bool split_rows =
-      nt == 1 || !(n_sl < nt || (m <= mc_max && n_sl <= 2 * nt && ceil_div(n, kNr) >= 2 * nt));
-  const int64_t n_ic = split_rows ? std::min(n_sl, ceil_div(ceil_div(m, mc_max), nt) * nt) : 1;
+  const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_max, kMr, kNr);
+  const bool split_rows = blocks.split_rows;
+  const int64_t n_ic = blocks.n_ic;
   const int64_t mc = ceil_div(n_sl, n_ic) * kMr;
   const bool typed_out = g.dt.out != DataType::out_f32;
   const bool panel = typed_out && k > kc_max;  // partial sums wait in fp32

@@ -329,6 +329,22 @@ int gemm_threads(int64_t m, int64_t n, int64_t k) {
   return omp_get_max_threads();
 }
 
+// With at most two slivers per thread in one row block (and columns enough for two slivers per
+// thread), or fewer slivers than threads, the threads split the columns instead, each with all
+// the rows: by rows, 3 slivers on 2 threads ran 2 against 1, and each thread streamed all of B
+// for its few rows. Interleaved in one process (medians of 15-51), 2 threads, Xeon family 6
+// model 207, fp32 GFLOP/s rows -> columns: 128x128x128 99 -> 135, 96x4096x1024 184 -> 270,
+// 144x2048x2048 193 -> 289, 192x2048x4096 259 -> 294, 160x700x2560 238 -> 273, 96x1024x8192 with
+// B^T 155 -> 145 (the one loss); at 3 slivers per thread it was even (256x256x256 246 -> 241),
+// hence 2. bf16/u8s8 against onednn/matmul (medians of 3), 128x128x128: bf16 0.62 -> 0.92, u8s8
+// 0.39 -> 0.76; 256 and 512 even (0.49-0.89 both ways).
+GemmRowBlocks gemm_row_blocks(int nt, int64_t m, int64_t n, int64_t mc, int mr, int nr) {
+  const int64_t n_sl = ceil_div(m, mr);
+  if (nt > 1 && (n_sl < nt || (m <= mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt)))
+    return {false, 1};
+  return {true, std::min(n_sl, ceil_div(ceil_div(m, mc), nt) * nt)};
+}
+
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
@@ -352,17 +368,9 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // even (264-276 -> 258-285); on the AVX2 path even (256x256x256 144 -> 144, 200x1000x1000 134-148
   // -> 142-148).
   const int64_t n_sl = ceil_div(m, mr);
-  // With at most two slivers per thread in one row block (and columns enough for two slivers
-  // per thread), or fewer slivers than threads, the threads split the columns instead, each
-  // with all the rows: by rows, 3 slivers on 2 threads ran 2 against 1, and each thread streamed
-  // all of B for its few rows. Interleaved in one process (medians of 15-51), 2 threads, Xeon
-  // family 6 model 207, GFLOP/s rows -> columns: 128x128x128 99 -> 135, 96x4096x1024 184 ->
-  // 270, 144x2048x2048 193 -> 289, 192x2048x4096 259 -> 294, 160x700x2560 238 -> 273,
-  // 96x1024x8192 with B^T 155 -> 145 (the one loss); at 3 slivers per thread it was even
-  // (256x256x256 246 -> 241), hence 2.
-  const bool split_rows =
-      nt == 1 || !(n_sl < nt || (m <= cf.mc && n_sl <= 2 * nt && ceil_div(n, nr) >= 2 * nt));
-  const int64_t n_ic = split_rows ? std::min(n_sl, ceil_div(ceil_div(m, cf.mc), nt) * nt) : 1;
+  const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
+  const bool split_rows = blocks.split_rows;
+  const int64_t n_ic = blocks.n_ic;
   // Blocks cut at vector rows only when each thread has one: with several per thread the
   // dynamic schedule evens them out, and more blocks ended in a partial sliver. Interleaved
   // (medians of 9), GFLOP/s every split cut at vectors -> only one block per thread:

@@ -76,5 +76,14 @@ std::string sgemm_packed_config();
 // waking and joining the others costs more than they save (672 steps of a 32 x 1 x 32 RNN GEMM:
 // 1.8 ms on 2 threads, 0.4 on 1); else every OpenMP thread.
 int gemm_threads(int64_t m, int64_t n, int64_t k);
+// How nt threads share a GEMM's m rows (cpu/packed, every type; mc: the largest row block, mr and
+// nr: the micro-kernel's tile): split_rows, n_ic row blocks (whole multiples of nt); else the
+// columns, each thread with all the rows (n_ic = 1): with fewer mr-row slivers than threads, or
+// at most two per thread in one block with columns for two nr-column slivers per thread.
+struct GemmRowBlocks {
+  bool split_rows = true;
+  int64_t n_ic = 1;
+};
+GemmRowBlocks gemm_row_blocks(int nt, int64_t m, int64_t n, int64_t mc, int mr, int nr);
 
 }  // namespace pb
