@@ -8,6 +8,8 @@
 // of L3. With op(A) = A and N <= 64 (DeepBench's N = 16..64), full A slivers are read in place
 // instead, each sliver once for all the B slivers (ir outside jr): A is the large operand there
 // and packing it cost more than the few products it serves (1760x16x1760: 0.43 -> 0.25 ms).
+// There each thread also packs all of B (N <= 64 columns) into its own buffer and keeps its rows
+// over the whole sum (direct_block below), so the threads share nothing until the end.
 // With op(A) = A^T and N <= 32, each C element is a dot product (gemm_tn_dot). With few rows
 // (at most 6 slivers per thread), B is read in place instead of packed (b_in_place below).
 #include "kernels/gemm/cpu/packed_sgemm.h"
@@ -385,6 +387,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
 
   // A not transposed and few B slivers: packing A would cost more than the product saves.
   const bool direct_a = !ta && n <= kDirectMaxN;
+  const bool direct = direct_a && split_rows;  // the threads split the rows (direct_block)
+  const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 64)
   // B read in place, not packed, when each thread has few A slivers (or the threads share
   // them): a packed B sliver then served only those few, and packing it (a transposing copy
   // through memory, a barrier per KC step) cost up to a fifth of the product. One sliver per
@@ -399,7 +403,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const int64_t b_cs = tb ? 1 : ldb, b_ps = tb ? ldb : 1;
   static thread_local std::vector<float> b_buf;
   float* bp =
-      b_in_place
+      b_in_place || direct
           ? nullptr
           : scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
 
@@ -411,87 +415,109 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     static thread_local std::vector<float> a_buf;
     float* ap_own = nullptr;
     errors.run([&] { ap_own = scratch(a_buf, size_t(mc) * kc_max, true); });
-    for (int64_t jc = 0; jc < n; jc += nc_max) {
-      const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
+    static thread_local std::vector<float> b_own;
+    float* bp_own = nullptr;
+    if (direct) errors.run([&] { bp_own = scratch(b_own, size_t(kc_max) * n_jd * nr, true); });
+    // A in place, B (at most 64 columns) packed by each thread into its own buffer: nothing is
+    // shared, so no barrier until the end. Each thread keeps its rows over the whole sum; one
+    // block per thread is that thread's at every call (its rows stay in its caches when a
+    // caller repeats a product), more are shared out dynamically. The B panel packed once and
+    // shared had a barrier after each pack and each KC step, and the blocks moved between the
+    // threads from call to call. Alternating runs of both builds (medians of 7, three runs
+    // each), 2 threads, Xeon family 6 model 207, GFLOP/s shared -> own (with the kernel's
+    // prefetch below): 512x16x512 177-181 -> 238-258, 1760x16x1760 197-202 -> 236-241,
+    // 4096x64x4096 237-246 -> 265-278, 6144x32x2048 178-190 -> 201-212, 1024x16x500000 95-97
+    // -> 125-126, 1760x64x1760 (B^T) 268-279 -> 281-301, 512x16x512 (B^T) 180-184 -> 240-245;
+    // B read in place instead of packed lost on B^T and on most large A (1760x64x1760 B^T 272
+    // against 242, 6144x32x2048 192 against 171). The AVX2 path is even (512x16x512 116 ->
+    // 125, 2048x32x2048 124 -> 117, the rest within 3%).
+    auto direct_block = [&](int64_t blk) {
+      if (errors.failed()) return;
+      int64_t ic, mcv;
+      block_rows(blk, &ic, &mcv);
+      const int64_t n_ir = ceil_div(mcv, mr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
         const int64_t kc = std::min(kc_max, k - pc);
-        const float beta_eff = pc == 0 ? beta : 1.0f;
-        if (!b_in_place) {
-#pragma omp for schedule(static)
-          for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
-        }
-        // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
-        auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1) {
-          const int64_t n_ir = ceil_div(mcv, mr);
-          for (int64_t jr = jr0; jr < jr1; ++jr) {
-            const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
-            float* cj = c + (jc + jr * nr) * ldc + ic;
-            const float* bs = b + (jc + jr * nr) * b_cs + pc * b_ps;
-            for (int64_t ir = 0; ir < n_ir; ++ir) {
-              const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-              if (b_in_place)
-                cf.in_place(kc, ap + ir * mr * kc, bs, b_cs, b_ps, cj + ir * mr, ldc, alpha,
-                            beta_eff, mv, nv);
-              else
-                cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
-                          beta_eff, mv, nv);
-            }
-          }
-        };
-        if (split_rows && direct_a) {
-          // A read in place: each full sliver once from memory (a constant stride per load, which
-          // the stride prefetchers follow), then from cache for the few B slivers; a partial last
-          // sliver is packed (reading 48 rows there would pass the end of A).
-#pragma omp for schedule(dynamic, 1)
-          for (int64_t blk = 0; blk < n_ic; ++blk) {
-            if (errors.failed()) continue;
-            int64_t ic, mcv;
-            block_rows(blk, &ic, &mcv);
-            const int64_t n_ir = ceil_div(mcv, mr);
-            if (mcv % mr) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, n_ir - 1, n_ir, ap_own);
-            for (int64_t ir = 0; ir < n_ir; ++ir) {
-              const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-              const bool in_place = mv == mr;
-              const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
-              for (int64_t jr = 0; jr < n_jr; ++jr) {
-                const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
-                cf.kernel(kc, as, in_place ? lda : mr, bp + jr * nr * kc,
-                          c + (jc + jr * nr) * ldc + ic + ir * mr, ldc, alpha, beta_eff, mv, nv);
-              }
-            }
-          }
-        } else if (split_rows) {
-#pragma omp for schedule(dynamic, 1)
-          for (int64_t blk = 0; blk < n_ic; ++blk) {
-            if (errors.failed()) continue;
-            int64_t ic, mcv;
-            block_rows(blk, &ic, &mcv);
-            pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, ceil_div(mcv, mr), ap_own);
-            tiles(ic, mcv, ap_own, 0, n_jr);
-          }
-        } else {
-          // Columns split: each thread packs the whole block into its own buffer. One shared
-          // pack (each thread some slivers, then a barrier) had every packed line written by
-          // one core and read by both, each call: 128x128x128 spent 12 us packing 64 KB that
-          // takes 3 us alone. Interleaved in one process (medians of 11-21), 2 threads, Xeon
-          // family 6 model 207, GFLOP/s shared -> own: 128x128x128 128-134 -> 200-237,
-          // 64x64x512 83 -> 146, 128x128x128 (A^T B^T) 117 -> 213, 160x700x2560 274 -> 291,
-          // 96x4096x1024 293 -> 299.
-          if (!errors.failed()) pack_a(ta, a, lda, 0, m, pc, kc, mr, 0, n_sl, ap_own);
-          // With B in place nothing is shared: no barrier (the static split gives each thread
-          // the same columns at every step of the sum). A packed B is rewritten at the next step.
-          if (b_in_place) {
-#pragma omp for schedule(static) nowait
-            for (int64_t jr = 0; jr < n_jr; ++jr)
-              if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
-          } else {
-#pragma omp for schedule(static)
-            for (int64_t jr = 0; jr < n_jr; ++jr)
-              if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
+        // A partial last sliver is packed (reading 48 rows there would pass the end of A).
+        if (mcv % mr) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, n_ir - 1, n_ir, ap_own);
+        pack_b(tb, b, ldb, pc, kc, 0, n, nr, 0, n_jd, bp_own);
+        for (int64_t ir = 0; ir < n_ir; ++ir) {
+          const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
+          const bool in_place = mv == mr;
+          const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
+          for (int64_t jr = 0; jr < n_jd; ++jr) {
+            const int nv = static_cast<int>(std::min<int64_t>(nr, n - jr * nr));
+            cf.kernel(kc, as, in_place ? lda : mr, bp_own + jr * nr * kc,
+                      c + jr * nr * ldc + ic + ir * mr, ldc, alpha, pc == 0 ? beta : 1.0f, mv, nv);
           }
         }
       }
-    }
+    };
+    if (direct && n_ic == omp_get_num_threads()) {
+      direct_block(omp_get_thread_num());
+    } else if (direct) {
+#pragma omp for schedule(dynamic, 1) nowait
+      for (int64_t blk = 0; blk < n_ic; ++blk) direct_block(blk);
+    } else
+      for (int64_t jc = 0; jc < n; jc += nc_max) {
+        const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
+        for (int64_t pc = 0; pc < k; pc += kc_max) {
+          const int64_t kc = std::min(kc_max, k - pc);
+          const float beta_eff = pc == 0 ? beta : 1.0f;
+          if (!b_in_place) {
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
+          }
+          // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
+          auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1) {
+            const int64_t n_ir = ceil_div(mcv, mr);
+            for (int64_t jr = jr0; jr < jr1; ++jr) {
+              const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
+              float* cj = c + (jc + jr * nr) * ldc + ic;
+              const float* bs = b + (jc + jr * nr) * b_cs + pc * b_ps;
+              for (int64_t ir = 0; ir < n_ir; ++ir) {
+                const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
+                if (b_in_place)
+                  cf.in_place(kc, ap + ir * mr * kc, bs, b_cs, b_ps, cj + ir * mr, ldc, alpha,
+                              beta_eff, mv, nv);
+                else
+                  cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
+                            beta_eff, mv, nv);
+              }
+            }
+          };
+          if (split_rows) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t blk = 0; blk < n_ic; ++blk) {
+              if (errors.failed()) continue;
+              int64_t ic, mcv;
+              block_rows(blk, &ic, &mcv);
+              pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, ceil_div(mcv, mr), ap_own);
+              tiles(ic, mcv, ap_own, 0, n_jr);
+            }
+          } else {
+            // Columns split: each thread packs the whole block into its own buffer. One shared
+            // pack (each thread some slivers, then a barrier) had every packed line written by
+            // one core and read by both, each call: 128x128x128 spent 12 us packing 64 KB that
+            // takes 3 us alone. Interleaved in one process (medians of 11-21), 2 threads, Xeon
+            // family 6 model 207, GFLOP/s shared -> own: 128x128x128 128-134 -> 200-237,
+            // 64x64x512 83 -> 146, 128x128x128 (A^T B^T) 117 -> 213, 160x700x2560 274 -> 291,
+            // 96x4096x1024 293 -> 299.
+            if (!errors.failed()) pack_a(ta, a, lda, 0, m, pc, kc, mr, 0, n_sl, ap_own);
+            // With B in place nothing is shared: no barrier (the static split gives each thread
+            // the same columns at every step of the sum). A packed B is rewritten at the next step.
+            if (b_in_place) {
+#pragma omp for schedule(static) nowait
+              for (int64_t jr = 0; jr < n_jr; ++jr)
+                if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
+            } else {
+#pragma omp for schedule(static)
+              for (int64_t jr = 0; jr < n_jr; ++jr)
+                if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
+            }
+          }
+        }
+      }
   }
   errors.rethrow();
 }

@@ -85,17 +85,26 @@ __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const
   // call reads (one sliver ahead beat two). Interleaved in one process, medians of 7, 2
   // threads, Xeon family 6 model 207, GFLOP/s without -> with: 4096x32x4096 93 -> 178,
   // 4096x16x4096 56 -> 102, 7680x16x2560 76 -> 128, 1024x16x500000 52 -> 76, 1760x16x1760
-  // 124 -> 152, 2048x64x2048 174 -> 188.
+  // 124 -> 152, 2048x64x2048 174 -> 188. Those rows go to L2 only (T1), and this sliver's rows
+  // four steps ahead to L1: a column stride that is a multiple of 4 KB puts every step's rows
+  // in the same few L1 sets, so the next sliver's rows fetched to L1 were evicted before use,
+  // and the sliver's second and later B tiles found nothing fetched. Interleaved (medians of
+  // 11), GFLOP/s next sliver to L1 -> L2 + 4 ahead to L1: 6144x32x2048 168-175 -> 211-215,
+  // 7680x16x2560 179-183 -> 205-210, 1760x16x1760 200-206 -> 214-219, 4096x16x4096 176 -> 202
+  // (2, 3 and 6 steps ahead were within 3% of 4).
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
     __m512 av[V];
 #pragma GCC unroll 3
     for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
-    if (as > kMr512) {  // A in place: fetch the next sliver's rows of this column (see above)
+    if (as > kMr512) {  // A in place (see above)
 #pragma GCC unroll 3
       for (int v = 0; v < 3; ++v)
-        _mm_prefetch(reinterpret_cast<const char*>(ap + kMr512 + 16 * v), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ap + kMr512 + 16 * v), _MM_HINT_T1);
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v)
+        _mm_prefetch(reinterpret_cast<const char*>(ap + 4 * as + 16 * v), _MM_HINT_T0);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < NB; ++j) {
