@@ -1,6 +1,7 @@
 // Vectorised element-wise math over arrays, on SLEEF's vector expf (1.0 ULP, the "u10" variant):
 // the AVX-512 or AVX2 path this build compiled and this CPU runs, else SLEEF's scalar expf.
-// tanh is SLEEF's tanhf in its 3.5-ULP variant (u35).
+// tanh: a piecewise polynomial on the AVX-512 path (1.4 ULP, vmath.cpp), elsewhere SLEEF's
+// tanhf in its 3.5-ULP variant (u35).
 // Serial: callers split the arrays across threads.
 #pragma once
 
