@@ -394,6 +394,15 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool direct_a = !ta && n <= kDirectMaxN;
   const bool direct = direct_a && split_rows;  // the threads split the rows (direct_block)
   const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 64)
+  // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
+  // sliver is read in place too (packing it each KC step took a tenth of 512x16x512). Alternating
+  // runs (medians of 9), GFLOP/s packed -> in place: 512x16x512 238-258 -> 279-288, with B^T
+  // 240-248 -> 288-293, 1000x16x1000 210-221 -> 234-236; full slivers unchanged.
+#ifdef PB_X86
+  const bool tail_in_place = cf.kernel == kernel_avx512;
+#else
+  const bool tail_in_place = false;
+#endif
   // B read in place, not packed, when each thread has few A slivers (or the threads share
   // them): a packed B sliver then served only those few, and packing it (a transposing copy
   // through memory, a barrier per KC step) cost up to a fifth of the product. One sliver per
@@ -443,12 +452,14 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
       const int64_t n_ir = ceil_div(mcv, mr);
       for (int64_t pc = 0; pc < k; pc += kc_max) {
         const int64_t kc = std::min(kc_max, k - pc);
-        // A partial last sliver is packed (reading 48 rows there would pass the end of A).
-        if (mcv % mr) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, n_ir - 1, n_ir, ap_own);
+        // A partial last sliver is packed (reading 48 rows there would pass the end of A) unless
+        // the kernel reads it as far as its rows go.
+        if (mcv % mr && !tail_in_place)
+          pack_a(ta, a, lda, ic, mcv, pc, kc, mr, n_ir - 1, n_ir, ap_own);
         pack_b(tb, b, ldb, pc, kc, 0, n, nr, 0, n_jd, bp_own);
         for (int64_t ir = 0; ir < n_ir; ++ir) {
           const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-          const bool in_place = mv == mr;
+          const bool in_place = mv == mr || tail_in_place;
           const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
           for (int64_t jr = 0; jr < n_jd; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, n - jr * nr));

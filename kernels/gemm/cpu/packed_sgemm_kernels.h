@@ -62,8 +62,10 @@ constexpr int kMr512 = 48, kNr512 = 8;
 
 // V vectors of 16 rows (V = 3: the full 48-row sliver; 1 or 2 for a sliver's last rows, so that
 // a short tail does not pay for 48), NB <= 8 columns of which nv are stored; rows past mv are
-// masked off at the store.
-template <int V, int NB, class B>
+// masked off at the store. Mask: the last vector's loads of A stop at row mv (a partial sliver
+// read in place ends at the last row of A); a masked load in every tile cost 3-4% (2048^3 302 ->
+// 290 GFLOP/s), so full slivers do without.
+template <int V, int NB, class B, bool Mask = false>
 __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const float* a,
                                                                int64_t as, B b, float* c,
                                                                int64_t ldc, float alpha, float beta,
@@ -92,12 +94,16 @@ __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const
   // 11), GFLOP/s next sliver to L1 -> L2 + 4 ahead to L1: 6144x32x2048 168-175 -> 211-215,
   // 7680x16x2560 179-183 -> 205-210, 1760x16x1760 200-206 -> 214-219, 4096x16x4096 176 -> 202
   // (2, 3 and 6 steps ahead were within 3% of 4).
+  const int tail = mv - 16 * (V - 1);
+  const __mmask16 last = tail >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << tail) - 1);
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
     __m512 av[V];
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
+    for (int v = 0; v < V - 1; ++v) av[v] = _mm512_loadu_ps(ap + 16 * v);
+    av[V - 1] =
+        Mask ? _mm512_maskz_loadu_ps(last, ap + 16 * (V - 1)) : _mm512_loadu_ps(ap + 16 * (V - 1));
     if (as > kMr512) {  // A in place (see above)
 #pragma GCC unroll 3
       for (int v = 0; v < 3; ++v)
@@ -134,12 +140,14 @@ __attribute__((target("avx512f,fma"))) inline void kernel_avx512(int64_t kc, con
                                                                  float* c, int64_t ldc, float alpha,
                                                                  float beta, int mv, int nv) {
   const PackedB<kNr512> pb{b};
-  if (mv > 32)
+  if (mv == kMr512)
     tile_avx512<3, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+  else if (mv > 32)
+    tile_avx512<3, kNr512, PackedB<kNr512>, true>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
   else if (mv > 16)
-    tile_avx512<2, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+    tile_avx512<2, kNr512, PackedB<kNr512>, true>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
   else
-    tile_avx512<1, kNr512>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
+    tile_avx512<1, kNr512, PackedB<kNr512>, true>(kc, a, as, pb, c, ldc, alpha, beta, mv, nv);
 }
 
 // B in place, nv columns in tiles of 8, the last one as narrow as its columns (1, 2, 4 or 8:
