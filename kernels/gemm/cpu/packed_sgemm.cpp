@@ -438,8 +438,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     // caller repeats a product), more are shared out dynamically. The B panel packed once and
     // shared had a barrier after each pack and each KC step, and the blocks moved between the
     // threads from call to call. Alternating runs of both builds (medians of 7, three runs
-    // each), 2 threads, Xeon family 6 model 207, GFLOP/s shared -> own (with the kernel's
-    // prefetch below): 512x16x512 177-181 -> 238-258, 1760x16x1760 197-202 -> 236-241,
+    // each), 2 threads, Xeon family 6 model 207, GFLOP/s shared -> own (with tile_avx512's
+    // new prefetch): 512x16x512 177-181 -> 238-258, 1760x16x1760 197-202 -> 236-241,
     // 4096x64x4096 237-246 -> 265-278, 6144x32x2048 178-190 -> 201-212, 1024x16x500000 95-97
     // -> 125-126, 1760x64x1760 (B^T) 268-279 -> 281-301, 512x16x512 (B^T) 180-184 -> 240-245;
     // B read in place instead of packed lost on B^T and on most large A (1760x64x1760 B^T 272
