@@ -474,7 +474,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     } else if (direct) {
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t blk = 0; blk < n_ic; ++blk) direct_block(blk);
-    } else
+    } else {
       for (int64_t jc = 0; jc < n; jc += nc_max) {
         const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, nr);
         for (int64_t pc = 0; pc < k; pc += kc_max) {
@@ -534,6 +534,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
           }
         }
       }
+    }
   }
   errors.rethrow();
 }
