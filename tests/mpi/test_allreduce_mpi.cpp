@@ -2,7 +2,9 @@
 // on odd sizes against the locally computed reference on every rank, bitwise equality across
 // ranks and runs, and a clear error (no hang) when the ranks disagree on n.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +107,22 @@ TEST(AllreduceMpi, InputsDifferPerRankAndSeedRegeneratesThem) {
   if (world::size() > 1) {
     EXPECT_FALSE(world::same_on_all_ranks(hash_of(x)));
   }
+}
+
+TEST(AllreduceMpi, WriteToAGoneReaderIsAnErrorNotTheRanksEnd) {
+  // Open MPI's TCP transport writes to a dead peer's socket; under SIGPIPE's default action
+  // that ended the surviving rank without a word (world.cpp). The same write to a pipe whose
+  // reader is gone: after MPI is initialised it must fail with EPIPE, with this rank alive.
+  ASSERT_GE(world::size(), 1);  // MPI initialised through world
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);
+  errno = 0;
+  const ssize_t n = write(fds[1], "x", 1);
+  const int err = errno;
+  close(fds[1]);
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(err, EPIPE);
 }
 
 }  // namespace
