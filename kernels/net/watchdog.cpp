@@ -72,10 +72,10 @@ void on_sigterm(int) {
   ssize_t ignored = write(STDERR_FILENO, line, std::strlen(line));
   (void)ignored;
   // Stay a moment before exiting, so that Open MPI's daemon can forward the line from its pipe
-  // even if it sees this process exit first. The line was missing once, in a CI run of
-  // mpi.cluster.data_parallel_fault_inject under ctest -j2; 24 runs here (quiet, and beside two
-  // busy loops) did not lose it: a plausible cause, not a proven one. The daemon sends SIGKILL
-  // only after odls_base_sigkill_timeout (1 s or more).
+  // even if it sees this process exit first; it sends SIGKILL only after
+  // odls_base_sigkill_timeout (1 s or more). (When this line went missing in CI runs of
+  // mpi.cluster.data_parallel_fault_inject, the rank had died of SIGPIPE before any SIGTERM:
+  // world.cpp now ignores SIGPIPE.)
   struct timespec linger = {0, 300 * 1000 * 1000};
   nanosleep(&linger, nullptr);  // async-signal-safe
   _exit(128 + SIGTERM);
