@@ -72,7 +72,10 @@ constexpr float kC[8][16] = {
 }  // namespace tanh_pw
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, inside the _mm512 intrinsics
+// GCC 12 warns inside the _mm512 intrinsics (their _mm512_undefined pass-through operands):
+// -Wmaybe-uninitialized at -O2, -Wuninitialized at the sanitizer builds' -O1.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 __m512 tanh512(__m512 x) {
   // min(9, NaN) is the NaN (the second operand), which the polynomial keeps.
   const __m512 ax = _mm512_min_ps(_mm512_set1_ps(9.0f), _mm512_abs_ps(x));
