@@ -1,5 +1,6 @@
 // Algorithm-specific tests of the fast convolutions (cpu/winograd_f2, cpu/winograd_f4, cpu/fft):
-// transform algebra, tile edges, padding, FFT geometry, and accuracy on real-valued data.
+// transform algebra, tile edges, padding, FFT geometry, and accuracy on real-valued data; and
+// cpu/im2col's row blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "kernels/core/check.h"
 #include "kernels/core/fill.h"
 #include "kernels/core/problem.h"
+#include "kernels/core/threads.h"
 #include "reference/conv.h"
 
 namespace pb {
@@ -144,6 +146,20 @@ TEST(ConvFastSmoke, conv_fft_overlap_save_seams) {
   ConvDesc d = ConvDesc::parse("mb1ic2ih150iw140oc2kh3ph1");
   ASSERT_GT(fft::choose_geometry(d).tiles_h, 1);
   expect_pass("cpu/fft", d.str());
+}
+
+// cpu/im2col copies and multiplies a large image in blocks of output rows when each thread has
+// whole images (2 threads here): a ragged last block, padding rows in the first and last blocks,
+// stride 2 and 4, few output channels (the GEMM's few-column path) and more than 64 of them, and
+// an odd image count.
+TEST(ConvFastSmoke, conv_im2col_row_blocks) {
+  const int saved = threads();
+  set_threads(2);
+  for (const char* s : {"mb2ic3ih70oc16kh7sh2ph3",    // 35 rows: blocks of 25 and 10
+                        "mb2ic3ih131oc20kh11sh4ph2",  // 32 rows: 24 and 8
+                        "mb3ic64ih36oc72kh3ph1"})     // 36 rows: 22 and 14
+    expect_pass("cpu/im2col", s);
+  set_threads(saved);
 }
 
 TEST(ConvFastSmoke, conv_winograd_and_fft_say_why_not) {

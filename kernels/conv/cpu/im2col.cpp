@@ -1,6 +1,7 @@
 // cpu/im2col: our im2col into a column buffer [icg*kh*kw][nb*oh*ow] for a chunk of nb images,
-// then OpenBLAS sgemm per (image, group): dst = W_g (ocg x icg*kh*kw) x col. Small images share
-// one sgemm per chunk (a wide N), its result scattered to NCHW. 1x1 stride-1 unpadded
+// then sgemm per (image, group): dst = W_g (ocg x icg*kh*kw) x col (a large image with one image
+// per thread: in blocks of output rows, each block copied and multiplied while in L2). Small images
+// share one sgemm per chunk (a wide N), its result scattered to NCHW. 1x1 stride-1 unpadded
 // convolutions of large images skip the copy: the image is the matrix. With at least as many
 // images as threads, each OpenMP thread runs whole chunks with a single-threaded sgemm (no
 // hand-over between OpenMP and OpenBLAS threads, column buffer private and cache-warm);
@@ -80,6 +81,22 @@ class Im2colConv : public HostConv {
 
 namespace im2col {
 
+// A large image's column matrix (k x oh*ow: 4.4 MB for AlexNet's conv1, 115 MB for VGG-16's
+// conv1_2) went to memory and came back for the GEMM; with one image per thread it is copied and
+// multiplied a block of output rows at a time instead, the block's columns sized for the core's
+// L2 (kBlockBytes), but at least kBlockCols of them, so that the GEMM's rows stay many.
+void Fwd::prepare(const ConvDesc& d) {
+  plan(d);
+  block_rows_ = 0;
+  if (!wide_ || no_copy_ || !per_thread_ || nb_ != 1) return;
+  constexpr int64_t kBlockBytes = 512 << 10, kBlockCols = 768;  // 16 of the 48-row slivers
+  const int64_t k = d.icg() * d.kh * d.kw;
+  const int64_t rows = std::max((kBlockCols + d.ow - 1) / d.ow, kBlockBytes / (4 * k * d.ow));
+  if (rows >= d.oh) return;
+  block_rows_ = std::max<int64_t>(1, rows);
+  col_.assign(static_cast<size_t>(threads_ * k * block_rows_ * d.ow), 0.0f);
+}
+
 void Fwd::run(const Tensor& src, const Tensor& wei, Tensor& dst) {
   run_chunks([&](int64_t n0, float* col, float* tmp, bool par) {
     chunk(n0, src.data(), wei.data(), dst.data(), col, tmp, par);
@@ -96,6 +113,15 @@ void Fwd::chunk(int64_t n0, const float* src, const float* w, float* dst, float*
   for (int64_t gi = 0; gi < d.g; ++gi) {
     const float* img = src + (n0 * d.ic + gi * d.icg()) * ihw;
     const float* a = w + gi * d.ocg() * k;
+    if (block_rows_ > 0) {
+      for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
+        const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
+        im2col_rows(d, img, oy0, oy1, col);
+        sgemm(false, false, d.ocg(), cols, k, a, k, col, cols, 0.0f,
+              dst + (n0 * d.oc + gi * d.ocg()) * ohw + oy0 * d.ow, ohw);
+      }
+      continue;
+    }
     if (!no_copy_) im2col(d, img, nb, ncol, col, par);
     if (wide_) {
       for (int64_t i = 0; i < nb; ++i) {

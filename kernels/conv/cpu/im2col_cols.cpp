@@ -69,6 +69,31 @@ void copy_strided(T* o, const T* s, int64_t n, int64_t stride) {
       for (int64_t i = 0; i < n; ++i) o[i] = s[i * stride];
   }
 }
+
+// Row r = (c, ky, kx) of the column matrix for output rows [oy0, oy1) of one image (`plane`: its
+// channel c), written to out (oy - oy0) * ow on.
+template <class T>
+void im2col_row(const ConvDesc& d, const T* plane, int64_t ky, int64_t kx, int64_t oy0, int64_t oy1,
+                T* out, T pad) {
+  const int64_t off = kx * (d.dw + 1) - d.pw;
+  int64_t lo, hi;
+  col_range(d, off, &lo, &hi);
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    T* o = out + (oy - oy0) * d.ow;
+    const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+    if (iy < 0 || iy >= d.ih) {
+      std::fill(o, o + d.ow, pad);
+      continue;
+    }
+    const T* s = plane + iy * d.iw;
+    std::fill(o, o + lo, pad);
+    if (d.sw == 1)
+      std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(T));
+    else
+      copy_strided(o + lo, s + lo * d.sw + off, hi - lo, d.sw);
+    std::fill(o + hi, o + d.ow, pad);
+  }
+}
 }  // namespace
 
 template <class T>
@@ -78,28 +103,18 @@ void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, b
   for (int64_t i = 0; i < nb; ++i)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
-      const T* plane = img + (i * d.ic + c) * ihw;
-      T* out = col + r * ncol + i * ohw;
-      const int64_t off = kx * (d.dw + 1) - d.pw;
-      int64_t lo, hi;
-      col_range(d, off, &lo, &hi);
-      for (int64_t oy = 0; oy < d.oh; ++oy) {
-        T* o = out + oy * d.ow;
-        const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
-        if (iy < 0 || iy >= d.ih) {
-          std::fill(o, o + d.ow, pad);
-          continue;
-        }
-        const T* s = plane + iy * d.iw;
-        std::fill(o, o + lo, pad);
-        if (d.sw == 1)
-          std::memcpy(o + lo, s + lo + off, (hi - lo) * sizeof(T));
-        else
-          copy_strided(o + lo, s + lo * d.sw + off, hi - lo, d.sw);
-        std::fill(o + hi, o + d.ow, pad);
-      }
+      im2col_row(d, img + (i * d.ic + c) * ihw, ky, kx, 0, d.oh, col + r * ncol + i * ohw, pad);
     }
 }
+
+void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col) {
+  const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ncol = (oy1 - oy0) * d.ow;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
+    im2col_row(d, img + c * ihw, ky, kx, oy0, oy1, col + r * ncol, 0.0f);
+  }
+}
+
 template void im2col<float>(const ConvDesc&, const float*, int64_t, int64_t, float*, bool, float);
 template void im2col<uint16_t>(const ConvDesc&, const uint16_t*, int64_t, int64_t, uint16_t*, bool,
                                uint16_t);
