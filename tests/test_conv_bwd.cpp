@@ -17,7 +17,8 @@ namespace pb {
 namespace {
 
 // Strides, groups, dilation, asymmetric padding, 1x1 (tiny and large images: the im2col
-// no-copy path), large images (one sgemm per image), ragged channel and register blocks.
+// no-copy path), large images (one sgemm per image, or per block of rows), ragged channel and
+// register blocks.
 const char* kShapes[] = {
     "mb4ic32ih12oc48kh3ph1",
     "mb3g2ic16ih11iw9oc40kh3sh2ph1",
@@ -32,6 +33,10 @@ const char* kShapes[] = {
     "mb2ic8ih58oc16kh1sh2",
     "mb2g2ic8ih30oc12kh1",
     "mb2ic5ih31iw60oc7kh1sw2",
+    // cpu/im2col's row blocks (large images, one per thread at 2 threads): 35 output rows in
+    // blocks of 25 and 10 (stride 2, padding rows in both), 40 rows in 22 and 18.
+    "mb2ic3ih70oc16kh7sh2ph3",
+    "mb3ic16ih40oc24kh3ph1",
 };
 
 bool is_cpu(const std::string& name) {

@@ -81,22 +81,6 @@ class Im2colConv : public HostConv {
 
 namespace im2col {
 
-// A large image's column matrix (k x oh*ow: 4.4 MB for AlexNet's conv1, 115 MB for VGG-16's
-// conv1_2) went to memory and came back for the GEMM; with one image per thread it is copied and
-// multiplied a block of output rows at a time instead, the block's columns sized for the core's
-// L2 (kBlockBytes), but at least kBlockCols of them, so that the GEMM's rows stay many.
-void Fwd::prepare(const ConvDesc& d) {
-  plan(d);
-  block_rows_ = 0;
-  if (!wide_ || no_copy_ || !per_thread_ || nb_ != 1) return;
-  constexpr int64_t kBlockBytes = 512 << 10, kBlockCols = 768;  // 16 of the 48-row slivers
-  const int64_t k = d.icg() * d.kh * d.kw;
-  const int64_t rows = std::max((kBlockCols + d.ow - 1) / d.ow, kBlockBytes / (4 * k * d.ow));
-  if (rows >= d.oh) return;
-  block_rows_ = std::max<int64_t>(1, rows);
-  col_.assign(static_cast<size_t>(threads_ * k * block_rows_ * d.ow), 0.0f);
-}
-
 void Fwd::run(const Tensor& src, const Tensor& wei, Tensor& dst) {
   run_chunks([&](int64_t n0, float* col, float* tmp, bool par) {
     chunk(n0, src.data(), wei.data(), dst.data(), col, tmp, par);

@@ -25,6 +25,18 @@ void ChunkedBuffers::plan(const ConvDesc& d) {
   tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
 }
 
+void ChunkedBuffers::plan_row_blocks() {
+  const ConvDesc& d = d_;
+  block_rows_ = 0;
+  if (!wide_ || no_copy_ || !per_thread_ || nb_ != 1) return;
+  constexpr int64_t kBlockBytes = 512 << 10, kBlockCols = 768;  // 16 of the 48-row slivers
+  const int64_t k = d.icg() * d.kh * d.kw;
+  const int64_t rows = std::max((kBlockCols + d.ow - 1) / d.ow, kBlockBytes / (4 * k * d.ow));
+  if (rows >= d.oh) return;
+  block_rows_ = rows;
+  col_.assign(static_cast<size_t>(threads_ * k * block_rows_ * d.ow), 0.0f);
+}
+
 // --- backward data ---
 
 void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
@@ -35,6 +47,16 @@ void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, floa
   for (int64_t gi = 0; gi < d.g; ++gi) {
     const float* a = w + gi * d.ocg() * k;  // W_g: ocg x k
     float* img = ds + (n0 * d.ic + gi * d.icg()) * ihw;
+    if (block_rows_ > 0) {  // one image: col = W_g^T x diff_dst block by block, added in
+      const float* b = dd + (n0 * d.oc + gi * d.ocg()) * ohw;
+      std::fill(img, img + d.icg() * ihw, 0.0f);
+      for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
+        const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
+        sgemm(true, false, k, cols, d.ocg(), a, k, b + oy0 * d.ow, ohw, 0.0f, col, cols);
+        col2im_rows_add(d, col, oy0, oy1, img);
+      }
+      continue;
+    }
     if (wide_) {
       for (int64_t i = 0; i < nb; ++i) {
         const float* b = dd + ((n0 + i) * d.oc + gi * d.ocg()) * ohw;
@@ -63,6 +85,7 @@ void BwdData::run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src) {
 
 void BwdWeights::prepare(const ConvDesc& d) {
   plan(d);
+  plan_row_blocks();
   part_.assign(per_thread_ ? static_cast<size_t>(threads_ * d.wei_size()) : 0, 0.0f);
 }
 
@@ -75,6 +98,16 @@ void BwdWeights::chunk(int64_t n0, const float* src, const float* dd, float* dw,
   for (int64_t gi = 0; gi < d.g; ++gi) {
     float* c = dw + gi * d.ocg() * k;
     const float* img = src + (n0 * d.ic + gi * d.icg()) * ihw;
+    if (block_rows_ > 0) {  // one image: the sum over its pixels block by block
+      const float* a = dd + (n0 * d.oc + gi * d.ocg()) * ohw;
+      for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
+        const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
+        im2col_rows(d, img, oy0, oy1, col);
+        sgemm(false, true, d.ocg(), k, cols, a + oy0 * d.ow, ohw, col, cols,
+              first && oy0 == 0 ? 0.0f : 1.0f, c, k);
+      }
+      continue;
+    }
     if (wide_) {
       for (int64_t i = 0; i < nb; ++i) {
         const float* a = dd + ((n0 + i) * d.oc + gi * d.ocg()) * ohw;

@@ -121,6 +121,27 @@ template void im2col<uint16_t>(const ConvDesc&, const uint16_t*, int64_t, int64_
 template void im2col<uint8_t>(const ConvDesc&, const uint8_t*, int64_t, int64_t, uint8_t*, bool,
                               uint8_t);
 
+namespace {
+// Adds row r = (c, ky, kx) of the column matrix, output rows [oy0, oy1) from `in`, into channel
+// c's plane.
+void col2im_row(const ConvDesc& d, const float* in, int64_t ky, int64_t kx, int64_t oy0,
+                int64_t oy1, float* plane) {
+  const int64_t off = kx * (d.dw + 1) - d.pw;
+  int64_t lo, hi;
+  col_range(d, off, &lo, &hi);
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
+    if (iy < 0 || iy >= d.ih) continue;
+    float* o = plane + iy * d.iw + off;
+    const float* s = in + (oy - oy0) * d.ow;
+    if (d.sw == 1)
+      for (int64_t ox = lo; ox < hi; ++ox) o[ox] += s[ox];
+    else
+      for (int64_t ox = lo; ox < hi; ++ox) o[ox * d.sw] += s[ox];
+  }
+}
+}  // namespace
+
 void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par) {
   const int64_t ihw = d.ih * d.iw, ohw = d.oh * d.ow;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
@@ -133,23 +154,18 @@ void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float
       }
       std::fill(plane, plane + ihw, 0.0f);
       for (int64_t ky = 0; ky < d.kh; ++ky)
-        for (int64_t kx = 0; kx < d.kw; ++kx) {
-          const float* in = col + ((c * d.kh + ky) * d.kw + kx) * ncol + i * ohw;
-          const int64_t off = kx * (d.dw + 1) - d.pw;
-          int64_t lo, hi;
-          col_range(d, off, &lo, &hi);
-          for (int64_t oy = 0; oy < d.oh; ++oy) {
-            const int64_t iy = oy * d.sh - d.ph + ky * (d.dh + 1);
-            if (iy < 0 || iy >= d.ih) continue;
-            float* o = plane + iy * d.iw + off;
-            const float* s = in + oy * d.ow;
-            if (d.sw == 1)
-              for (int64_t ox = lo; ox < hi; ++ox) o[ox] += s[ox];
-            else
-              for (int64_t ox = lo; ox < hi; ++ox) o[ox * d.sw] += s[ox];
-          }
-        }
+        for (int64_t kx = 0; kx < d.kw; ++kx)
+          col2im_row(d, col + ((c * d.kh + ky) * d.kw + kx) * ncol + i * ohw, ky, kx, 0, d.oh,
+                     plane);
     }
+}
+
+void col2im_rows_add(const ConvDesc& d, const float* col, int64_t oy0, int64_t oy1, float* img) {
+  const int64_t ihw = d.ih * d.iw, ncol = (oy1 - oy0) * d.ow;
+  for (int64_t c = 0; c < d.icg(); ++c)
+    for (int64_t ky = 0; ky < d.kh; ++ky)
+      for (int64_t kx = 0; kx < d.kw; ++kx)
+        col2im_row(d, col + ((c * d.kh + ky) * d.kw + kx) * ncol, ky, kx, oy0, oy1, img + c * ihw);
 }
 
 void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,

@@ -30,6 +30,9 @@ void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, b
 // The same copy for output rows [oy0, oy1) of one image: col[(c*kh + ky)*kw + kx][(oy - oy0)*ow
 // + ox], (oy1 - oy0) * ow columns; single-threaded.
 void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col);
+// Its adjoint for those rows: adds the block's entries into img(c, iy, ix) (one image; the
+// caller zeroes it first), in the order (c, ky, kx, oy, ox); single-threaded.
+void col2im_rows_add(const ConvDesc& d, const float* col, int64_t oy0, int64_t oy1, float* img);
 // The adjoint: img(i, c, iy, ix) = sum of the col entries that im2col copies from it, in the
 // fixed order (ky, kx, oy, ox); overwrites the group's channels of the nb images.
 void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par);
@@ -119,8 +122,15 @@ class ChunkedBuffers {
       chunk(n0, col_.data() + slot * col_len, tmp_.data() + slot * tmp_len, par);
     });
   }
+  // A large image's column matrix (k x oh*ow: 4.4 MB for AlexNet's conv1, 115 MB for VGG-16's
+  // conv1_2) went to memory and came back; with one image per thread the three directions copy
+  // and multiply it a block of output rows at a time instead, each block's columns sized for the
+  // core's L2 (512 KB of them, but at least 768 columns, so that the GEMM's side along the
+  // pixels stays long). Sets block_rows_ (0: whole images) and sizes the column buffer to a block.
+  void plan_row_blocks();
   ConvDesc d_;
   int64_t nb_ = 1;
+  int64_t block_rows_ = 0;  // > 0: output rows per block (one image per thread)
   int threads_ = 1;
   bool wide_ = false, no_copy_ = false, per_thread_ = false;
   std::vector<float> col_, tmp_;
@@ -129,20 +139,19 @@ class ChunkedBuffers {
 // Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
 class Fwd : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d);
+  void prepare(const ConvDesc& d) { plan(d), plan_row_blocks(); }
   void run(const Tensor& src, const Tensor& wei, Tensor& dst);
   size_t workspace_bytes() const { return buffer_bytes(); }
 
  private:
   void chunk(int64_t n0, const float* src, const float* w, float* dst, float* col, float* tmp,
              bool par) const;
-  int64_t block_rows_ = 0;  // > 0: one image per thread, copied and multiplied in row blocks
 };
 
 // Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
 class BwdData : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d) { plan(d); }
+  void prepare(const ConvDesc& d) { plan(d), plan_row_blocks(); }
   void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
   size_t workspace_bytes() const { return buffer_bytes(); }
 
