@@ -149,16 +149,23 @@ TEST(ConvFastSmoke, conv_fft_overlap_save_seams) {
 }
 
 // cpu/im2col copies and multiplies a large image in blocks of output rows when each thread has
-// whole images (2 threads here): a ragged last block, padding rows in the first and last blocks,
+// whole images (2 threads): a ragged last block, padding rows in the first and last blocks,
 // stride 2 and 4, few output channels (the GEMM's few-column path) and more than 64 of them, and
-// an odd image count.
-TEST(ConvFastSmoke, conv_im2col_row_blocks) {
+// an odd image count. Small images with a long column matrix (k >= 2 x 256) go in blocks of
+// input channels summed into one GEMM output (at 2 threads and at 1): a ragged last block,
+// groups, stride 2, 1x1.
+TEST(ConvFastSmoke, conv_im2col_blocks) {
   const int saved = threads();
-  set_threads(2);
-  for (const char* s : {"mb2ic3ih70oc16kh7sh2ph3",    // 35 rows: blocks of 25 and 10
-                        "mb2ic3ih131oc20kh11sh4ph2",  // 32 rows: 24 and 8
-                        "mb3ic64ih36oc72kh3ph1"})     // 36 rows: 22 and 14
-    expect_pass("cpu/im2col", s);
+  for (int t : {2, 1}) {
+    set_threads(t);
+    for (const char* s : {"mb2ic3ih70oc16kh7sh2ph3",      // 35 rows: blocks of 25 and 10
+                          "mb2ic3ih131oc20kh11sh4ph2",    // 32 rows: 24 and 8
+                          "mb3ic64ih36oc72kh3ph1",        // 36 rows: 22 and 14
+                          "mb3ic64ih14oc40kh3ph1",        // 64 channels: 28, 28 and 8
+                          "mb2g2ic120ih15oc24kh3sh2ph1",  // 60 per group: 28, 28 and 4
+                          "mb2ic600ih9oc16kh1"})          // 1x1: 256, 256 and 88
+      expect_pass("cpu/im2col", s);
+  }
   set_threads(saved);
 }
 

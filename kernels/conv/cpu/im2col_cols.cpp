@@ -107,6 +107,18 @@ void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, b
     }
 }
 
+void im2col_channels(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
+                     int64_t c1, float* col, bool par) {
+  const int64_t per = d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t r = c0 * per; r < c1 * per; ++r) {
+      const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / per;
+      im2col_row(d, img + (i * d.ic + c) * ihw, ky, kx, 0, d.oh,
+                 col + (r - c0 * per) * ncol + i * ohw, 0.0f);
+    }
+}
+
 void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col) {
   const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ncol = (oy1 - oy0) * d.ow;
   for (int64_t r = 0; r < rows; ++r) {

@@ -27,6 +27,9 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
 template <class T>
 void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par,
             T pad = T(0));
+// The rows of channels [c0, c1) only: col[((c - c0)*kh + ky)*kw + kx][i*ohw + oy*ow + ox].
+void im2col_channels(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
+                     int64_t c1, float* col, bool par);
 // The same copy for output rows [oy0, oy1) of one image: col[(c*kh + ky)*kw + kx][(oy - oy0)*ow
 // + ox], (oy1 - oy0) * ow columns; single-threaded.
 void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col);
@@ -139,13 +142,14 @@ class ChunkedBuffers {
 // Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
 class Fwd : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d) { plan(d), plan_row_blocks(); }
+  void prepare(const ConvDesc& d);
   void run(const Tensor& src, const Tensor& wei, Tensor& dst);
   size_t workspace_bytes() const { return buffer_bytes(); }
 
  private:
   void chunk(int64_t n0, const float* src, const float* w, float* dst, float* col, float* tmp,
              bool par) const;
+  int64_t block_channels_ = 0;  // > 0: small images' column matrix copied and summed in blocks
 };
 
 // Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
