@@ -73,9 +73,9 @@ void on_sigterm(int) {
   (void)ignored;
   // Stay a moment before exiting, so that Open MPI's daemon can forward the line from its pipe
   // even if it sees this process exit first; it sends SIGKILL only after
-  // odls_base_sigkill_timeout (1 s or more). (When this line went missing in CI runs of
-  // mpi.cluster.data_parallel_fault_inject, the rank had died of SIGPIPE before any SIGTERM:
-  // world.cpp now ignores SIGPIPE.)
+  // odls_base_sigkill_timeout (1 s or more). (This line went missing in CI runs of
+  // mpi.cluster.data_parallel_fault_inject; in runs here with the same output the rank had died
+  // of SIGPIPE before any SIGTERM came: world.cpp now ignores SIGPIPE.)
   struct timespec linger = {0, 300 * 1000 * 1000};
   nanosleep(&linger, nullptr);  // async-signal-safe
   _exit(128 + SIGTERM);
