@@ -51,7 +51,7 @@ void count_typed(const Executor& ex, const std::string& dt, int* typed, int* qua
 TEST(NetLowpSmoke, InferenceRunsTheTypeNearFp32) {
   const Network net = Network::load("tiny_resnet");
   for (const std::string& b : backends())
-    for (const std::string& dt : {"bf16", "u8s8"}) {
+    for (const char* dt : {"bf16", "u8s8"}) {
       SCOPED_TRACE(b + " " + dt);
       Executor f32(net, options(b, "f32", false));
       f32.step();
@@ -76,7 +76,7 @@ TEST(NetLowpSmoke, InferenceRunsTheTypeNearFp32) {
 // logits for that batch, not the first batch's.
 TEST(NetLowpSmoke, NewInputsReachTheTypedLayers) {
   const Network net = Network::load("tiny_resnet");
-  for (const std::string& dt : {"bf16", "u8s8"}) {
+  for (const char* dt : {"bf16", "u8s8"}) {
     SCOPED_TRACE(dt);
     Executor f32(net, options("cpu", "f32", false));
     Executor ex(net, options("cpu", dt, false));
@@ -125,7 +125,9 @@ TEST(NetLowpSmoke, Bf16TrainingStepNearFp32) {
       const double e = compare_tensors(*g[i], *want[i], {1, ""}).l2_rel;
       const bool fc = names[i].first.rfind("fc.", 0) == 0;
       EXPECT_LT(e, fc ? 1e-2 : 0.5) << names[i].first;
-      if (fc) EXPECT_GT(e, 1e-5) << names[i].first << ": bf16's rounding shows";
+      if (fc) {
+        EXPECT_GT(e, 1e-5) << names[i].first << ": bf16's rounding shows";
+      }
       grads.back().push_back(g[i]->clone());
     }
   }

@@ -164,8 +164,9 @@ TEST(RnnSmoke, BlasTakesNewRecurrentWeightsInWeights) {
       for (int64_t j = 0; j < r.size(); ++j)
         r[j] = -0.5f * r[j] + 0.01f * static_cast<float>(j % 3);
       // (The backward on a system BLAS reads R in place, as reads_inputs_in_place() allows.)
-      if (dir == Dir::fwd || sgemm_library() == "packed")
+      if (dir == Dir::fwd || sgemm_library() == "packed") {
         EXPECT_EQ(outputs(*impl), before) << "new R used without weights()";
+      }
       impl->weights();
       impl->forward_state();
       const auto after = outputs(*impl);

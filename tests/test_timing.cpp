@@ -113,10 +113,11 @@ TEST(TimingSmoke, ConversionsLiveInTheirPhases) {
       // Without the phase that converts the changed tensor, the output must not move, where
       // the implementation converts it; with the phase, it must.
       const std::vector<float> stale = output_after(*impl, changed, change_weights ? "i" : "");
-      if (change_weights)
+      if (change_weights) {
         EXPECT_EQ(stale, before) << e.name << ": new weights used without weights()";
-      else if (blocked_src)
+      } else if (blocked_src) {
         EXPECT_EQ(stale, before) << e.name << ": new source used without reorder_in()";
+      }
       const std::vector<float> fresh = output_after(*impl, changed, change_weights ? "wi" : "i");
       EXPECT_NE(fresh, before) << e.name;
     }

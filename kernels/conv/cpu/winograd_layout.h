@@ -15,9 +15,11 @@
 #include <immintrin.h>
 #endif
 
-// GCC 12 reports _mm512_undefined_ps inside the shuffle intrinsics as maybe uninitialised.
+// GCC 12 reports _mm512_undefined_ps inside the shuffle intrinsics as maybe uninitialised (at
+// -O2), or as uninitialised (at the sanitizer builds' -O1).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace pb {
 namespace wino {
