@@ -81,23 +81,6 @@ class Im2colConv : public HostConv {
 
 namespace im2col {
 
-// Small images share a column matrix with many rows (k = icg*kh*kw: 1152 for ResNet-50's
-// 3x3 layers on 128 channels, 2 images of 28x28: 7.2 MB), which went to memory and came back in
-// the GEMM's k-slabs. With k over two blocks it is copied and summed a block of input channels at
-// a time (about 256 of its rows, the GEMM's own k-slab; beta 1 after the first), each block read
-// back from L2. (The backward directions lost 2-7% with such blocks on the same layers: there the
-// operand all blocks share, diff_dst, is packed again for every block.)
-void Fwd::prepare(const ConvDesc& d) {
-  plan(d);
-  plan_row_blocks();
-  block_channels_ = 0;
-  const int64_t per = d.kh * d.kw, k = d.icg() * per, ncol = nb_ * d.oh * d.ow;
-  const int64_t chans = std::max<int64_t>(1, 256 / per);
-  if (wide_ || k < 2 * chans * per) return;
-  block_channels_ = chans;
-  col_.assign(static_cast<size_t>((per_thread_ ? threads_ : 1) * chans * per * ncol), 0.0f);
-}
-
 void Fwd::run(const Tensor& src, const Tensor& wei, Tensor& dst) {
   run_chunks([&](int64_t n0, float* col, float* tmp, bool par) {
     chunk(n0, src.data(), wei.data(), dst.data(), col, tmp, par);

@@ -14,27 +14,30 @@
 
 namespace pb::im2col {
 
-void ChunkedBuffers::plan(const ConvDesc& d) {
+void ChunkedBuffers::plan(const ConvDesc& d, bool channel_blocks) {
   d_ = d;
   Chunking c = plan_chunks(d);
   nb_ = c.nb, threads_ = c.threads, wide_ = c.wide, no_copy_ = c.no_copy;
   per_thread_ = c.per_thread;
-  const int64_t k = d.icg() * d.kh * d.kw, ncol = nb_ * d.oh * d.ow;
+  const int64_t per = d.kh * d.kw, k = d.icg() * per, ncol = nb_ * d.oh * d.ow;
   const int64_t copies = per_thread_ ? threads_ : 1;
-  col_.assign(no_copy_ ? 0 : static_cast<size_t>(copies * k * ncol), 0.0f);
-  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
-}
-
-void ChunkedBuffers::plan_row_blocks() {
-  const ConvDesc& d = d_;
+  // Row blocks: a large image, one per thread.
   block_rows_ = 0;
-  if (!wide_ || no_copy_ || !per_thread_ || nb_ != 1) return;
-  constexpr int64_t kBlockBytes = 512 << 10, kBlockCols = 768;  // 16 of the 48-row slivers
-  const int64_t k = d.icg() * d.kh * d.kw;
-  const int64_t rows = std::max((kBlockCols + d.ow - 1) / d.ow, kBlockBytes / (4 * k * d.ow));
-  if (rows >= d.oh) return;
-  block_rows_ = rows;
-  col_.assign(static_cast<size_t>(threads_ * k * block_rows_ * d.ow), 0.0f);
+  if (wide_ && !no_copy_ && per_thread_ && nb_ == 1) {
+    constexpr int64_t kBlockBytes = 512 << 10, kBlockCols = 768;  // 16 of the 48-row slivers
+    const int64_t rows = std::max((kBlockCols + d.ow - 1) / d.ow, kBlockBytes / (4 * k * d.ow));
+    if (rows < d.oh) block_rows_ = rows;
+  }
+  // Channel blocks: small images with k over two blocks of about 256 rows.
+  block_channels_ = 0;
+  const int64_t chans = std::max<int64_t>(1, 256 / per);
+  if (channel_blocks && !wide_ && k >= 2 * chans * per) block_channels_ = chans;
+  // The column buffer: a block's rows or columns, or the whole chunk's matrix.
+  int64_t col_len = no_copy_ ? 0 : k * ncol;
+  if (block_rows_ > 0) col_len = k * block_rows_ * d.ow;
+  if (block_channels_ > 0) col_len = block_channels_ * per * ncol;
+  col_.assign(static_cast<size_t>(copies * col_len), 0.0f);
+  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
 }
 
 // --- backward data ---
@@ -85,7 +88,6 @@ void BwdData::run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src) {
 
 void BwdWeights::prepare(const ConvDesc& d) {
   plan(d);
-  plan_row_blocks();
   part_.assign(per_thread_ ? static_cast<size_t>(threads_ * d.wei_size()) : 0, 0.0f);
 }
 

@@ -110,10 +110,24 @@ void sum_chunks(int64_t mb, int64_t nb, bool per_thread, int threads, int64_t ws
   errors.rethrow();
 }
 
-// The column and GEMM-output buffers of a chunked im2col pass, sized by plan_chunks.
+// The column and GEMM-output buffers of a chunked im2col pass, sized by plan_chunks and the
+// blocks below.
 class ChunkedBuffers {
  protected:
-  void plan(const ConvDesc& d);
+  // The chunking and the blocks, then the buffers, each allocated once.
+  // Row blocks (every direction): a large image's column matrix (k x oh*ow: 4.4 MB for AlexNet's
+  // conv1, 115 MB for VGG-16's conv1_2) went to memory and came back; with one image per thread
+  // it is copied and multiplied a block of output rows at a time instead, each block's columns
+  // sized for the core's L2 (512 KB of them, but at least 768 columns, so that the GEMM's side
+  // along the pixels stays long).
+  // Channel blocks (channel_blocks: the forward): small images share a column matrix with many
+  // rows (k = icg*kh*kw: 1152 for ResNet-50's 3x3 layers on 128 channels; 2 images of 28x28:
+  // 7.2 MB), which also went to memory and came back in the GEMM's k-slabs. With k over two
+  // blocks it is copied and summed a block of input channels at a time (about 256 of its rows,
+  // the GEMM's own k-slab; beta 1 after the first), each block read back from L2. (The backward
+  // directions lost 2-7% with such blocks on the same layers: there the operand all blocks
+  // share, diff_dst, is packed again for every block.)
+  void plan(const ConvDesc& d, bool channel_blocks = false);
   size_t buffer_bytes() const { return (col_.size() + tmp_.size()) * sizeof(float); }
   // Runs chunk(n0, col, tmp, par) over the batch: chunk after chunk with OpenMP-parallel
   // copies (par), or, with at least as many images as threads, chunks spread over OpenMP
@@ -125,15 +139,10 @@ class ChunkedBuffers {
       chunk(n0, col_.data() + slot * col_len, tmp_.data() + slot * tmp_len, par);
     });
   }
-  // A large image's column matrix (k x oh*ow: 4.4 MB for AlexNet's conv1, 115 MB for VGG-16's
-  // conv1_2) went to memory and came back; with one image per thread the three directions copy
-  // and multiply it a block of output rows at a time instead, each block's columns sized for the
-  // core's L2 (512 KB of them, but at least 768 columns, so that the GEMM's side along the
-  // pixels stays long). Sets block_rows_ (0: whole images) and sizes the column buffer to a block.
-  void plan_row_blocks();
   ConvDesc d_;
   int64_t nb_ = 1;
-  int64_t block_rows_ = 0;  // > 0: output rows per block (one image per thread)
+  int64_t block_rows_ = 0;      // > 0: output rows per block (one image per thread)
+  int64_t block_channels_ = 0;  // > 0: input channels per block (small images, forward)
   int threads_ = 1;
   bool wide_ = false, no_copy_ = false, per_thread_ = false;
   std::vector<float> col_, tmp_;
@@ -142,20 +151,19 @@ class ChunkedBuffers {
 // Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
 class Fwd : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d);
+  void prepare(const ConvDesc& d) { plan(d, true); }
   void run(const Tensor& src, const Tensor& wei, Tensor& dst);
   size_t workspace_bytes() const { return buffer_bytes(); }
 
  private:
   void chunk(int64_t n0, const float* src, const float* w, float* dst, float* col, float* tmp,
              bool par) const;
-  int64_t block_channels_ = 0;  // > 0: small images' column matrix copied and summed in blocks
 };
 
 // Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
 class BwdData : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d) { plan(d), plan_row_blocks(); }
+  void prepare(const ConvDesc& d) { plan(d); }
   void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
   size_t workspace_bytes() const { return buffer_bytes(); }
 
