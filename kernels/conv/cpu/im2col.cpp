@@ -100,7 +100,7 @@ void Fwd::chunk(int64_t n0, const float* src, const float* w, float* dst, float*
     if (block_rows_ > 0) {
       for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
         const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
-        im2col_rows(d, img, oy0, oy1, col);
+        im2col_block(d, img, 1, cols, 0, d.icg(), oy0, oy1, col, false);
         sgemm(false, false, d.ocg(), cols, k, a, k, col, cols, 0.0f,
               dst + (n0 * d.oc + gi * d.ocg()) * ohw + oy0 * d.ow, ohw);
       }
@@ -110,7 +110,7 @@ void Fwd::chunk(int64_t n0, const float* src, const float* w, float* dst, float*
       const int64_t per = d.kh * d.kw;
       for (int64_t c0 = 0; c0 < d.icg(); c0 += block_channels_) {
         const int64_t c1 = std::min(d.icg(), c0 + block_channels_);
-        im2col_channels(d, img, nb, ncol, c0, c1, col, par);
+        im2col_block(d, img, nb, ncol, c0, c1, 0, d.oh, col, par);
         sgemm(false, false, d.ocg(), ncol, (c1 - c0) * per, a + c0 * per, k, col, ncol,
               c0 == 0 ? 0.0f : 1.0f, tmp, ncol);
       }

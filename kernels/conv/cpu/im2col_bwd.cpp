@@ -104,7 +104,7 @@ void BwdWeights::chunk(int64_t n0, const float* src, const float* dd, float* dw,
       const float* a = dd + (n0 * d.oc + gi * d.ocg()) * ohw;
       for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
         const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
-        im2col_rows(d, img, oy0, oy1, col);
+        im2col_block(d, img, 1, cols, 0, d.icg(), oy0, oy1, col, false);
         sgemm(false, true, d.ocg(), k, cols, a + oy0 * d.ow, ohw, col, cols,
               first && oy0 == 0 ? 0.0f : 1.0f, c, k);
       }

@@ -96,35 +96,29 @@ void im2col_row(const ConvDesc& d, const T* plane, int64_t ky, int64_t kx, int64
 }
 }  // namespace
 
+// Channels [c0, c1) and output rows [oy0, oy1) of nb images: col[((c - c0)*kh + ky)*kw + kx]
+// [i*(oy1 - oy0)*ow + (oy - oy0)*ow + ox].
 template <class T>
-void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par, T pad) {
-  const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-  for (int64_t i = 0; i < nb; ++i)
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
-      im2col_row(d, img + (i * d.ic + c) * ihw, ky, kx, 0, d.oh, col + r * ncol + i * ohw, pad);
-    }
-}
-
-void im2col_channels(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
-                     int64_t c1, float* col, bool par) {
-  const int64_t per = d.kh * d.kw, ihw = d.ih * d.iw, ohw = d.oh * d.ow;
+void im2col_part(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, int64_t c0, int64_t c1,
+                 int64_t oy0, int64_t oy1, T* col, bool par, T pad) {
+  const int64_t per = d.kh * d.kw, ihw = d.ih * d.iw, img_cols = (oy1 - oy0) * d.ow;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
   for (int64_t i = 0; i < nb; ++i)
     for (int64_t r = c0 * per; r < c1 * per; ++r) {
       const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / per;
-      im2col_row(d, img + (i * d.ic + c) * ihw, ky, kx, 0, d.oh,
-                 col + (r - c0 * per) * ncol + i * ohw, 0.0f);
+      im2col_row(d, img + (i * d.ic + c) * ihw, ky, kx, oy0, oy1,
+                 col + (r - c0 * per) * ncol + i * img_cols, pad);
     }
 }
 
-void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col) {
-  const int64_t rows = d.icg() * d.kh * d.kw, ihw = d.ih * d.iw, ncol = (oy1 - oy0) * d.ow;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t kx = r % d.kw, ky = (r / d.kw) % d.kh, c = r / (d.kw * d.kh);
-    im2col_row(d, img + c * ihw, ky, kx, oy0, oy1, col + r * ncol, 0.0f);
-  }
+template <class T>
+void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par, T pad) {
+  im2col_part(d, img, nb, ncol, 0, d.icg(), 0, d.oh, col, par, pad);
+}
+
+void im2col_block(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
+                  int64_t c1, int64_t oy0, int64_t oy1, float* col, bool par) {
+  im2col_part(d, img, nb, ncol, c0, c1, oy0, oy1, col, par, 0.0f);
 }
 
 template void im2col<float>(const ConvDesc&, const float*, int64_t, int64_t, float*, bool, float);

@@ -27,14 +27,13 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
 template <class T>
 void im2col(const ConvDesc& d, const T* img, int64_t nb, int64_t ncol, T* col, bool par,
             T pad = T(0));
-// The rows of channels [c0, c1) only: col[((c - c0)*kh + ky)*kw + kx][i*ohw + oy*ow + ox].
-void im2col_channels(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
-                     int64_t c1, float* col, bool par);
-// The same copy for output rows [oy0, oy1) of one image: col[(c*kh + ky)*kw + kx][(oy - oy0)*ow
-// + ox], (oy1 - oy0) * ow columns; single-threaded.
-void im2col_rows(const ConvDesc& d, const float* img, int64_t oy0, int64_t oy1, float* col);
-// Its adjoint for those rows: adds the block's entries into img(c, iy, ix) (one image; the
-// caller zeroes it first), in the order (c, ky, kx, oy, ox); single-threaded.
+// The same copy for channels [c0, c1) and output rows [oy0, oy1) only (a block of the matrix):
+// col[((c - c0)*kh + ky)*kw + kx][i*(oy1 - oy0)*ow + (oy - oy0)*ow + ox].
+void im2col_block(const ConvDesc& d, const float* img, int64_t nb, int64_t ncol, int64_t c0,
+                  int64_t c1, int64_t oy0, int64_t oy1, float* col, bool par);
+// The adjoint of a block of output rows [oy0, oy1) of all channels: adds the block's entries
+// into img(c, iy, ix) (one image; the caller zeroes it first), in the order (c, ky, kx, oy, ox);
+// single-threaded.
 void col2im_rows_add(const ConvDesc& d, const float* col, int64_t oy0, int64_t oy1, float* img);
 // The adjoint: img(i, c, iy, ix) = sum of the col entries that im2col copies from it, in the
 // fixed order (ky, kx, oy, ox); overwrites the group's channels of the nb images.
