@@ -39,6 +39,13 @@ State& state() {
   static State s;
   static std::once_flag once;
   std::call_once(once, [] {
+    // Open MPI's TCP transport writes to a peer's socket with writev, which raises SIGPIPE once
+    // that peer has died; its default action ended this rank at once and without a word (no
+    // line of its own, no watchdog, and mpirun names only the first rank that failed): seen in
+    // mpi.cluster.data_parallel_fault_inject about one run in ten, when the surviving rank sent
+    // to the killed one before it read the reset. Ignored (whoever initialised MPI), the write
+    // fails with EPIPE, which Open MPI reports as a lost peer, and the rank ends as the others do.
+    std::signal(SIGPIPE, SIG_IGN);
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {
@@ -46,13 +53,6 @@ State& state() {
       // read only at MPI_Init; with no algorithm forced and no rules file they decide as the
       // fixed rules do. The environment's own setting wins.
       setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 0);
-      // Open MPI's TCP transport writes to a peer's socket with writev, which raises SIGPIPE
-      // once that peer has died; its default action ended this rank at once and without a word
-      // (no line of its own, no watchdog, and mpirun names only the first rank that failed):
-      // seen in mpi.cluster.data_parallel_fault_inject about one run in ten, when the surviving
-      // rank sent to the killed one before it read the reset. Ignored, the write fails with
-      // EPIPE, which Open MPI reports as a lost peer, and the rank ends as the others do.
-      std::signal(SIGPIPE, SIG_IGN);
       // SERIALIZED: data-parallel training calls MPI from its communication thread while the
       // main thread does not (Open MPI takes no locks below MPI_THREAD_MULTIPLE).
       int provided = 0;
