@@ -99,6 +99,11 @@ TEST(ConvLowpSmoke, Im2colGemmBlockEdges) {
     descs.push_back("mb1ic" + std::to_string(ic) + "ih3oc5kh1");
   for (int64_t ic : {1, 2, 3, 5}) descs.push_back("mb1ic" + std::to_string(ic) + "ih6oc9kh3");
   descs.push_back("mb1ic3ih12oc24kh7sh2ph3");
+  // bf16 with one image per GEMM has the pixels as its rows: ohw around the 48-row tile and its
+  // double; batched small images (several per GEMM) keep the output channels as rows.
+  for (int64_t hw : around(48)) descs.push_back("mb1ic8ih1iw" + std::to_string(hw) + "oc9kh1");
+  for (int64_t hw : around(96)) descs.push_back("mb1ic8ih3iw" + std::to_string(hw + 2) + "oc9kh3");
+  descs.push_back("mb4ic8ih5oc50kh3");
   PB_RUN_OR_SKIP("cpu/im2col", descs, {"bf16", "bf16:bf16", "u8s8", "u8s8:s8"});
   // bf16's backward on the same GEMM: bwd_d (pixels as rows, ocg as the sum), bwd_w (the sum
   // over pixels: around the 1024 k block with 32 x 32 images).

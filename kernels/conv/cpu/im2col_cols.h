@@ -203,6 +203,7 @@ class LowpFwd {
              void* col, void* tmp, bool par) const;
   ConvDesc d_;
   Chunking c_;
+  bool pixel_rows_ = false;              // bf16 with one image per chunk: NCHW written in place
   int64_t col_slot_ = 0, tmp_slot_ = 0;  // bytes per thread slot
   std::vector<uint8_t> col_, tmp_;
 };

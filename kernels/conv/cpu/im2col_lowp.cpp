@@ -49,7 +49,8 @@ void LowpFwd::prepare(const ConvDesc& d) {
   const int64_t k = d.icg() * d.kh * d.kw, ncol = c_.nb * d.oh * d.ow;
   const int64_t copies = c_.per_thread ? c_.threads : 1;
   col_slot_ = c_.no_copy ? 0 : static_cast<int64_t>(k * ncol * d.dt.in_bytes());
-  tmp_slot_ = static_cast<int64_t>(d.ocg() * ncol * d.dt.out_bytes());
+  pixel_rows_ = !d.dt.integer() && c_.nb == 1;
+  tmp_slot_ = pixel_rows_ ? 0 : static_cast<int64_t>(d.ocg() * ncol * d.dt.out_bytes());
   // 64 bytes between slots, so that two threads never share a cache line.
   col_slot_ = (col_slot_ + 63) / 64 * 64, tmp_slot_ = (tmp_slot_ + 63) / 64 * 64;
   col_.assign(static_cast<size_t>(copies * col_slot_), 0);
@@ -88,6 +89,24 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
     if (quant) {
       g.a_scale = q.wei_scale.data() + gi * d.ocg();
       g.b_scale = q.src_scale, g.b_zero = q.src_zero, g.c_scale = q.dst_scale;
+    }
+    if (pixel_rows_) {
+      // bf16, one image per GEMM: C (ohw x ocg, column-major) = col^T (ohw x k) x W_g^T (k x ocg)
+      // is the output's NCHW planes, written in place; col (or the image itself, no_copy) is
+      // [k][ohw], i.e. A = col^T column-major, read as A with lda = ohw.
+      const uint8_t* a = img;
+      if (!c_.no_copy) {
+        im2col(d, reinterpret_cast<const uint16_t*>(img), nb, ncol, static_cast<uint16_t*>(col),
+               par);
+        a = static_cast<const uint8_t*>(col);
+      }
+      g.ta = g.tb = false;
+      g.m = ohw, g.n = d.ocg(), g.k = k;
+      g.a = a, g.lda = ohw;
+      g.b = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size, g.ldb = k;
+      g.c = o + (n0 * d.oc + gi * d.ocg()) * ohw * out_size, g.ldc = ohw;
+      gemm_packed_lowp(g);
+      continue;
     }
     if (c_.no_copy) {  // 1x1, stride 1, unpadded: each image is its own k x ohw matrix
       for (int64_t i = 0; i < nb; ++i) {
