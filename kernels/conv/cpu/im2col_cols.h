@@ -189,7 +189,9 @@ class BwdWeights : ChunkedBuffers {
 // (im2col_lowp.cpp): per (chunk, group) the typed column buffer (u8 padding at the source's zero
 // point), C = W_g x col with the output channels as the GEMM's rows (the weights are A, with
 // their per-channel scales; the source is B, with its zero point), written pixel-major in the
-// output type, then transposed to NCHW.
+// output type, then transposed to NCHW. bf16 with one image per chunk (large images) has the
+// pixels as the GEMM's rows instead, C = col^T x W_g^T, which is the NCHW output itself: no
+// transpose (ResNet-50's 1x1 64->256 at 56x56 ran 1.86x faster so on a Zen 5).
 class LowpFwd {
  public:
   void prepare(const ConvDesc& d);

@@ -1,6 +1,7 @@
 // cpu/im2col in a reduced type (im2col_cols.h): the forward (LowpFwd: the column copy of the typed
 // source, cpu/packed's reduced-precision GEMM (kernels/gemm/cpu/packed_lowp.h) with the output
-// channels as rows, and a tiled transpose of its pixel-major result to NCHW) and bf16's backward
+// channels as rows, and a tiled transpose of its pixel-major result to NCHW; or, bf16 with one
+// image per GEMM, the pixels as rows and NCHW written in place) and bf16's backward
 // (LowpBwdData, LowpBwdWeights: the same GEMM, fp32 results).
 #include <algorithm>
 #include <cstring>
