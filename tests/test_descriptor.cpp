@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/bnorm/desc.h"
 #include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
 #include "kernels/core/grammar.h"
+#include "kernels/core/quant.h"
+#include "kernels/core/tensor.h"
 #include "kernels/gemm/desc.h"
 
 namespace pb {
@@ -113,6 +116,27 @@ TEST(DescriptorSmoke, DataTypeConversions) {
   EXPECT_EQ(convert_output(-3.5, DataType::out_s8), -4);
   EXPECT_EQ(convert_output(300.2, DataType::out_s8), 127);
   EXPECT_EQ(convert_output(-1e9, DataType::out_s8), -128);
+}
+
+// The tensor conversion (a network's quantise step, vectorised) rounds exactly as to_bf16: ties,
+// the largest finite values (to infinity), infinities, NaNs (kept quiet), subnormals, signed
+// zeros, and a sweep of bit patterns.
+TEST(DescriptorSmoke, Bf16TensorConversionIsToBf16) {
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x3F808000u, 0x3F818000u, 0x3F808001u,
+                                0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F800000u, 0xFF800000u,
+                                0x7F800001u, 0x7FC00000u, 0xFFBFFFFFu, 0x00000001u, 0x807FFFFFu};
+  uint32_t x = 12345;
+  for (int i = 0; i < 100000; ++i) bits.push_back(x = x * 1664525u + 1013904223u);
+  Tensor t({static_cast<int64_t>(bits.size())});
+  std::memcpy(t.data(), bits.data(), 4 * bits.size());
+  std::vector<uint8_t> out;
+  to_storage(t, DataType::bf16, true, &out);
+  ASSERT_EQ(out.size(), 2 * bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) {
+    uint16_t got;
+    std::memcpy(&got, out.data() + 2 * i, 2);
+    ASSERT_EQ(got, to_bf16(t[static_cast<int64_t>(i)])) << std::hex << bits[i];
+  }
 }
 
 TEST(DescriptorSmoke, TokenizerPositions) {
