@@ -118,9 +118,9 @@ TEST(DescriptorSmoke, DataTypeConversions) {
   EXPECT_EQ(convert_output(-1e9, DataType::out_s8), -128);
 }
 
-// The tensor conversion (a network's quantise step, vectorised) rounds exactly as to_bf16: ties,
-// the largest finite values (to infinity), infinities, NaNs (kept quiet), subnormals, signed
-// zeros, and a sweep of bit patterns.
+// The tensor conversions (a network's quantise step, an output's, vectorised) round exactly as
+// to_bf16: ties, the largest finite values (to infinity), infinities, NaNs (kept quiet),
+// subnormals, signed zeros, and a sweep of bit patterns.
 TEST(DescriptorSmoke, Bf16TensorConversionIsToBf16) {
   std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x3F808000u, 0x3F818000u, 0x3F808001u,
                                 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F800000u, 0xFF800000u,
@@ -132,10 +132,14 @@ TEST(DescriptorSmoke, Bf16TensorConversionIsToBf16) {
   std::vector<uint8_t> out;
   to_storage(t, DataType::bf16, true, &out);
   ASSERT_EQ(out.size(), 2 * bits.size());
+  std::vector<uint16_t> out16(bits.size());  // an output's conversion (bf16:bf16 backward)
+  to_storage_out(t.data(), t.size(), DataType::out_bf16, out16.data());
   for (size_t i = 0; i < bits.size(); ++i) {
     uint16_t got;
     std::memcpy(&got, out.data() + 2 * i, 2);
-    ASSERT_EQ(got, to_bf16(t[static_cast<int64_t>(i)])) << std::hex << bits[i];
+    const uint16_t want = to_bf16(t[static_cast<int64_t>(i)]);
+    ASSERT_EQ(got, want) << std::hex << bits[i];
+    ASSERT_EQ(out16[i], want) << std::hex << bits[i];
   }
 }
 

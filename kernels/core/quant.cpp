@@ -48,6 +48,22 @@ QuantParams QuantParams::from(const std::vector<const Tensor*>& in, size_t first
   return q;
 }
 
+namespace {
+// to_bf16 over an array, its rounding written out so that the loop vectorises: a network
+// converts every typed layer's input on each step, and the call per element ran at a sixth of the
+// memory rate (ResNet-50's 16 x 256 x 56 x 56: 7.4 ms, 2 threads, Zen 5).
+void bf16_array(const float* s, int64_t n, uint16_t* h) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, s + i, 4);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
+    h[i] = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+  }
+}
+}  // namespace
+
 void to_storage(const Tensor& t, DataType::In in, bool is_source, std::vector<uint8_t>* out) {
   const int64_t n = t.size();
   const float* s = t.data();
@@ -63,20 +79,7 @@ void to_storage(const Tensor& t, DataType::In in, bool is_source, std::vector<ui
   }
   out->resize(2 * n);
   uint16_t* h = reinterpret_cast<uint16_t*>(out->data());
-  if (in == DataType::bf16) {
-    // to_bf16's rounding, written out so that the loop vectorises: a network converts every
-    // typed layer's input on each step, and the call per element ran at a sixth of the memory
-    // rate (ResNet-50's 16 x 256 x 56 x 56: 7.4 ms, 2 threads, Zen 5).
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, s + i, 4);
-      const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-      const uint32_t quiet_nan = (u >> 16) | 0x40u;
-      h[i] = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-    }
-    return;
-  }
+  if (in == DataType::bf16) return bf16_array(s, n, h);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) h[i] = to_f16(s[i]);
 }
@@ -94,6 +97,7 @@ void from_storage(const void* p, DataType::Out out, int64_t n, float* t) {
 
 void to_storage_out(const float* t, int64_t n, DataType::Out out, void* p) {
   uint16_t* h = static_cast<uint16_t*>(p);
+  if (out == DataType::out_bf16) return bf16_array(t, n, h);
   int8_t* b = static_cast<int8_t*>(p);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
