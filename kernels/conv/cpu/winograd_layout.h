@@ -65,7 +65,12 @@ inline void widen(const float* src, int n, float* dst) {
   std::memcpy(dst, src, n * sizeof(float));
 }
 inline void widen(const uint16_t* src, int n, float* dst) {
-  for (int i = 0; i < n; ++i) dst[i] = from_bf16(src[i]);
+  // from_bf16 written out, so that the loop vectorises (the call per element held the bf16
+  // Winograd forward 2.4 ms behind the fp32 one on ResNet-50's 3x3 64 at 56x56, Zen 5).
+  for (int i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(src[i]) << 16;
+    std::memcpy(dst + i, &u, sizeof u);
+  }
 }
 
 // dst[x * 16 + c] = src[c * ss + x] (as fp32) for x < nx, c < nc; channels nc..15 become zero
@@ -74,7 +79,8 @@ template <class T>
 inline void interleave16(const T* src, int64_t ss, int nc, int nx, float* dst) {
   if constexpr (std::is_same_v<T, float>)
     if (nc == 16 && nx == 16) return transpose16(src, ss, dst, 16);
-  alignas(64) float in[16][16] = {}, out[16][16];
+  alignas(64) float in[16][16], out[16][16];
+  if (nc < 16 || nx < 16) std::memset(in, 0, sizeof in);  // a full block is written whole
   for (int c = 0; c < nc; ++c) widen(src + c * ss, nx, in[c]);
   transpose16(in[0], 16, out[0], 16);
   std::memcpy(dst, out[0], nx * 16 * sizeof(float));
