@@ -118,13 +118,31 @@ TEST(DescriptorSmoke, DataTypeConversions) {
   EXPECT_EQ(convert_output(-1e9, DataType::out_s8), -128);
 }
 
-// The tensor conversions (a network's quantise step, an output's, vectorised) round exactly as
-// to_bf16: ties, the largest finite values (to infinity), infinities, NaNs (kept quiet),
+// bf16 rounding from its definition, in double: the nearer of the two bf16 neighbours (ties to
+// the even one; past the largest finite value, infinity at 2^128), NaNs kept quiet.
+uint16_t bf16_by_definition(uint32_t u) {
+  float v;
+  std::memcpy(&v, &u, 4);
+  if (std::isnan(v)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  const auto lo = static_cast<uint16_t>(u >> 16);  // towards zero
+  if ((u & 0xFFFF) == 0) return lo;
+  const auto hi = static_cast<uint16_t>(lo + 1);  // away from zero
+  auto value = [](uint16_t h) {
+    return (h & 0x7FFF) == 0x7F80 ? std::copysign(std::ldexp(1.0, 128), from_bf16(h))
+                                  : static_cast<double>(from_bf16(h));
+  };
+  const double dl = std::fabs(v - value(lo)), dh = std::fabs(value(hi) - v);
+  return dl < dh ? lo : dh < dl ? hi : (lo & 1) ? hi : lo;
+}
+
+// to_bf16 and the tensor conversions (a network's quantise step, an output's; vectorised) round
+// as the definition does: ties, the largest finite values (to infinity), infinities, NaNs,
 // subnormals, signed zeros, and a sweep of bit patterns.
-TEST(DescriptorSmoke, Bf16TensorConversionIsToBf16) {
+TEST(DescriptorSmoke, Bf16ConversionsRoundAsDefined) {
   std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x3F808000u, 0x3F818000u, 0x3F808001u,
-                                0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F800000u, 0xFF800000u,
-                                0x7F800001u, 0x7FC00000u, 0xFFBFFFFFu, 0x00000001u, 0x807FFFFFu};
+                                0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F7F7FFFu, 0x7F800000u,
+                                0xFF800000u, 0x7F800001u, 0x7FC00000u, 0xFFBFFFFFu, 0x00000001u,
+                                0x807FFFFFu, 0x00008000u, 0x00018000u};
   uint32_t x = 12345;
   for (int i = 0; i < 100000; ++i) bits.push_back(x = x * 1664525u + 1013904223u);
   Tensor t({static_cast<int64_t>(bits.size())});
@@ -132,12 +150,13 @@ TEST(DescriptorSmoke, Bf16TensorConversionIsToBf16) {
   std::vector<uint8_t> out;
   to_storage(t, DataType::bf16, true, &out);
   ASSERT_EQ(out.size(), 2 * bits.size());
-  std::vector<uint16_t> out16(bits.size());  // an output's conversion (bf16:bf16 backward)
+  std::vector<uint16_t> out16(bits.size());
   to_storage_out(t.data(), t.size(), DataType::out_bf16, out16.data());
   for (size_t i = 0; i < bits.size(); ++i) {
+    const uint16_t want = bf16_by_definition(bits[i]);
     uint16_t got;
     std::memcpy(&got, out.data() + 2 * i, 2);
-    const uint16_t want = to_bf16(t[static_cast<int64_t>(i)]);
+    ASSERT_EQ(to_bf16(t[static_cast<int64_t>(i)]), want) << std::hex << bits[i];
     ASSERT_EQ(got, want) << std::hex << bits[i];
     ASSERT_EQ(out16[i], want) << std::hex << bits[i];
   }

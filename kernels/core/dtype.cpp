@@ -71,21 +71,6 @@ std::string DataType::str() const {
   return out == out_f32 ? in_str() : in_str() + ":" + out_str();
 }
 
-uint16_t to_bf16(float v) {
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  if (std::isnan(v)) return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7FFF + ((u >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
-}
-
 uint16_t to_f16(float v) {
   uint32_t u;
   std::memcpy(&u, &v, 4);

@@ -49,18 +49,10 @@ QuantParams QuantParams::from(const std::vector<const Tensor*>& in, size_t first
 }
 
 namespace {
-// to_bf16 over an array, its rounding written out so that the loop vectorises: a network
-// converts every typed layer's input on each step, and the call per element ran at a sixth of the
-// memory rate (ResNet-50's 16 x 256 x 56 x 56: 7.4 ms, 2 threads, Zen 5).
+// to_bf16 over an array (vectorised: to_bf16 is inline and branch-free).
 void bf16_array(const float* s, int64_t n, uint16_t* h) {
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, s + i, 4);
-    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (u >> 16) | 0x40u;
-    h[i] = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i) h[i] = to_bf16(s[i]);
 }
 }  // namespace
 
