@@ -95,8 +95,6 @@ void to_storage_out(const float* t, int64_t n, DataType::Out out, void* p) {
   for (int64_t i = 0; i < n; ++i) {
     if (out == DataType::out_s8)
       b[i] = static_cast<int8_t>(static_cast<int>(t[i]));
-    else if (out == DataType::out_bf16)
-      h[i] = to_bf16(t[i]);
     else if (out == DataType::out_f16)
       h[i] = to_f16(t[i]);
     else

@@ -78,36 +78,37 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
   auto* t = static_cast<uint8_t*>(tmp);
   for (int64_t gi = 0; gi < d.g; ++gi) {
     const uint8_t* img = s + (n0 * d.ic + gi * d.icg()) * ihw * in_size;
-    LowpGemm g;
-    g.dt = d.dt;
-    g.ta = g.tb = true;  // A: the weights (ocg x k, rows contiguous); B: col (k x ncol)
-    g.m = d.ocg();
-    g.k = k;
-    g.a = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size;
-    g.lda = k;
-    g.ldc = d.ocg();
-    g.alpha = 1, g.beta = 0;
-    if (quant) {
-      g.a_scale = q.wei_scale.data() + gi * d.ocg();
-      g.b_scale = q.src_scale, g.b_zero = q.src_zero, g.c_scale = q.dst_scale;
-    }
-    if (pixel_rows_) {
-      // bf16, one image per GEMM: C (ohw x ocg, column-major) = col^T (ohw x k) x W_g^T (k x ocg)
-      // is the output's NCHW planes, written in place; col (or the image itself, no_copy) is
-      // [k][ohw], i.e. A = col^T column-major, read as A with lda = ohw.
-      const uint8_t* a = img;
-      if (!c_.no_copy) {
+    const uint8_t* w = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size;
+    // The column matrix, [k][ncol]: the typed copy, or (no_copy) each image itself.
+    if (!c_.no_copy) {
+      if (quant)
+        im2col(d, img, nb, ncol, static_cast<uint8_t*>(col), par, static_cast<uint8_t>(q.src_zero));
+      else
         im2col(d, reinterpret_cast<const uint16_t*>(img), nb, ncol, static_cast<uint16_t*>(col),
                par);
-        a = static_cast<const uint8_t*>(col);
-      }
-      g.ta = g.tb = false;
-      g.m = ohw, g.n = d.ocg(), g.k = k;
-      g.a = a, g.lda = ohw;
-      g.b = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size, g.ldb = k;
+    }
+    LowpGemm g;
+    g.dt = d.dt;
+    g.k = k;
+    g.alpha = 1, g.beta = 0;
+    if (pixel_rows_) {
+      // bf16, one image per GEMM: C (ohw x ocg, column-major) = col^T (ohw x k) x W_g^T (k x ocg)
+      // is the output's NCHW planes, written in place; col ([k][ohw]) is col^T column-major, A
+      // with lda = ohw.
+      g.m = ohw, g.n = d.ocg();
+      g.a = c_.no_copy ? img : col, g.lda = ohw;
+      g.b = w, g.ldb = k;
       g.c = o + (n0 * d.oc + gi * d.ocg()) * ohw * out_size, g.ldc = ohw;
       gemm_packed_lowp(g);
       continue;
+    }
+    g.ta = g.tb = true;  // A: the weights (ocg x k, rows contiguous); B: col (k x ncol)
+    g.m = d.ocg();
+    g.a = w, g.lda = k;
+    g.ldc = d.ocg();
+    if (quant) {
+      g.a_scale = q.wei_scale.data() + gi * d.ocg();
+      g.b_scale = q.src_scale, g.b_zero = q.src_zero, g.c_scale = q.dst_scale;
     }
     if (c_.no_copy) {  // 1x1, stride 1, unpadded: each image is its own k x ohw matrix
       for (int64_t i = 0; i < nb; ++i) {
@@ -117,11 +118,6 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
         gemm_packed_lowp(g);
       }
     } else {
-      if (quant)
-        im2col(d, img, nb, ncol, static_cast<uint8_t*>(col), par, static_cast<uint8_t>(q.src_zero));
-      else
-        im2col(d, reinterpret_cast<const uint16_t*>(img), nb, ncol, static_cast<uint16_t*>(col),
-               par);
       g.b = col;
       g.ldb = g.n = ncol;
       g.c = t;
