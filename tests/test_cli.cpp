@@ -190,10 +190,12 @@ TEST(CliSmoke, JsonCarriesProvenance) {
   // The reduced types' dot-product rates, measured where the CPU has the instruction.
   for (const char* k : {"peak_gops_bf16", "peak_gops_u8s8"})
     EXPECT_NE(json_field(r.out, k), "") << k << " in " << r.out;
-  if (__builtin_cpu_supports("avx512bf16"))
+  if (__builtin_cpu_supports("avx512bf16")) {
     EXPECT_GT(std::atof(json_field(r.out, "peak_gops_bf16").c_str()), 0) << r.out;
-  if (__builtin_cpu_supports("avx512vnni"))
+  }
+  if (__builtin_cpu_supports("avx512vnni")) {
     EXPECT_GT(std::atof(json_field(r.out, "peak_gops_u8s8").c_str()), 0) << r.out;
+  }
   EXPECT_NE(json_field(r.out, "probe"), "") << r.out;
   // The ISA list is read from the CPU, not invented: AVX2 is listed exactly when cpuinfo has it.
   FILE* f = std::fopen("/proc/cpuinfo", "r");

@@ -97,7 +97,9 @@ TEST(MeterSmoke, PeakMemoryAndUtilisationOfARegion) {
   EXPECT_LT(r.peak_mb, 50);
   // No RAPL here unless the machine has it: energy counters only when measured.
   for (const auto& [k, v] : meter_counters(r, 1, 1e9, 16)) {
-    if (!r.energy) EXPECT_TRUE(k == "cpu_util" || k == "peak_rss_MB") << k;
+    if (!r.energy) {
+      EXPECT_TRUE(k == "cpu_util" || k == "peak_rss_MB") << k;
+    }
   }
 }
 

@@ -342,7 +342,9 @@ TEST(NetSmoke, DropoutDropsPAndScalesTheRest) {
   int64_t dropped = 0, same = 0;
   for (int64_t i = 0; i < a.size(); ++i) {
     dropped += a[i] == 0;
-    if (a[i] != 0) EXPECT_EQ(a[i], 4.0f) << i;  // 3 / 0.75, exactly
+    if (a[i] != 0) {
+      EXPECT_EQ(a[i], 4.0f) << i;  // 3 / 0.75, exactly
+    }
     EXPECT_EQ(a[i], b[i]) << i;
     same += (a[i] == 0) == (c[i] == 0);
   }
@@ -386,7 +388,9 @@ TEST(NetSmoke, PoliciesRunTheImplementationsTheyName) {
       } else if (policy == "best") {
         EXPECT_NE(std::find(supporting.begin(), supporting.end(), c.impl), supporting.end())
             << c.layer << " " << c.phase << ": " << c.impl;
-        if (supporting.size() > 1) EXPECT_NE(c.note.find("best"), std::string::npos) << c.note;
+        if (supporting.size() > 1) {
+          EXPECT_NE(c.note.find("best"), std::string::npos) << c.note;
+        }
       } else if (has_named) {
         EXPECT_EQ(c.impl, named) << c.layer << " " << c.phase << " under policy " << policy;
       } else {

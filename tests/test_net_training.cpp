@@ -68,30 +68,36 @@ TEST(NetSmoke, SgdLowersTheLossOnAFixedBatch) {
 
 // The studies' networks train on every backend: the loss falls over SGD steps on a fixed batch
 // (at batch 4, to keep the test short; the shapes are the networks' own otherwise).
-TEST(NetStudies, StudyNetworksTrainOnEveryBackend) {
-  for (const std::string name : {"lenet5", "alexnet_cifar", "vgg16_cifar", "resnet50_cifar",
-                                 "googlenet", "alexnet_original"}) {
-    const Network net = Network::load(name).with_batch(name == "googlenet" ? 2 : 4);
-    for (const std::string backend : {"cpu", "onednn", "ocl"}) {
-      if (!backend_available(backend)) continue;
-      SCOPED_TRACE(name + " " + backend);
-      NetOptions o = options(backend, "first", true);
-      // AlexNet without batch-norm starts with large logits (He-uniform weights, loss ~13):
-      // a tenth of the rate the batch-normalised networks take keeps it from diverging.
-      // ResNet-50-CIFAR at batch 4 takes it too: from the initial weights (the first step no
-      // longer starts after an update made while calibrating) 0.02 throws its loss about
-      // (2.78, 6.3, 13.4, 15.1, 18.3, 0.04 on cpu; 3.44 after the same path on onednn), while
-      // at 0.002 every backend descends (2.78 to 0.40 in 6 steps on cpu, onednn and composed).
-      o.lr = name == "alexnet_original" || name == "resnet50_cifar" ? 0.002f : 0.02f;
-      Executor ex(net, o);
-      ex.step();
-      const double first = ex.loss();
-      for (int i = 0; i < 6; ++i) ex.step();
-      EXPECT_TRUE(std::isfinite(ex.loss()));
-      EXPECT_LT(ex.loss(), 0.9 * first) << "first " << first << ", last " << ex.loss();
-    }
+class NetStudies : public ::testing::TestWithParam<std::string> {};
+
+// One ctest test per network (ctest -j2 runs them side by side; together they took 64-98 s).
+TEST_P(NetStudies, TrainsOnEveryBackend) {
+  const std::string name = GetParam();
+  const Network net = Network::load(name).with_batch(name == "googlenet" ? 2 : 4);
+  for (const std::string backend : {"cpu", "onednn", "ocl"}) {
+    if (!backend_available(backend)) continue;
+    SCOPED_TRACE(name + " " + backend);
+    NetOptions o = options(backend, "first", true);
+    // AlexNet without batch-norm starts with large logits (He-uniform weights, loss ~13):
+    // a tenth of the rate the batch-normalised networks take keeps it from diverging.
+    // ResNet-50-CIFAR at batch 4 takes it too: from the initial weights (the first step no
+    // longer starts after an update made while calibrating) 0.02 throws its loss about
+    // (2.78, 6.3, 13.4, 15.1, 18.3, 0.04 on cpu; 3.44 after the same path on onednn), while
+    // at 0.002 every backend descends (2.78 to 0.40 in 6 steps on cpu, onednn and composed).
+    o.lr = name == "alexnet_original" || name == "resnet50_cifar" ? 0.002f : 0.02f;
+    Executor ex(net, o);
+    ex.step();
+    const double first = ex.loss();
+    for (int i = 0; i < 6; ++i) ex.step();
+    EXPECT_TRUE(std::isfinite(ex.loss()));
+    EXPECT_LT(ex.loss(), 0.9 * first) << "first " << first << ", last " << ex.loss();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Study, NetStudies,
+                         ::testing::Values("lenet5", "alexnet_cifar", "vgg16_cifar",
+                                           "resnet50_cifar", "googlenet", "alexnet_original"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace pb
