@@ -14,6 +14,7 @@
 #include "tests/cli_runner.h"
 #ifdef PRIMBENCH_HAVE_OPENCL
 #include "kernels/core/error.h"
+#include "kernels/gemm/opencl/tiled_params.h"
 #include "kernels/opencl/runtime.h"
 #endif
 
@@ -61,6 +62,31 @@ TEST(OpenclFaultSmoke, UnknownDeviceIsNamed) {
   auto r = run_cli(kRun, "PRIMBENCH_OPENCL_DEVICE=no_such_gpu_42");
   EXPECT_EQ(r.status, 3) << r.out;
   EXPECT_NE(r.out.find("no_such_gpu_42"), std::string::npos) << r.out;
+}
+
+// The tiled GEMM's default tiles take 64 KiB of local memory; NVIDIA's OpenCL has 48 KiB (an
+// H200 refused ocl/tiled and every convolution built on it). Without a TSK of the caller's, TSK
+// is halved until the tiles fit; a TSK the caller chose is kept (and refused where it does not
+// fit), and the halved tiles compute the same results.
+TEST(OpenclFaultSmoke, TiledGemmFitsTheDeviceLocalMemory) {
+  const TiledParams def;
+  EXPECT_EQ(def.local_bytes(), 65536u);
+  EXPECT_EQ(def.fitted(65536).tsk, def.tsk);
+  const TiledParams nv = def.fitted(49152);
+  EXPECT_LE(nv.local_bytes(), 49152u);
+  EXPECT_EQ(nv.tsk, 64);
+  EXPECT_EQ(def.fitted(1024).tsk, def.vw) << "no smaller than a vector";
+  TiledParams mine = def;
+  mine.tsk_set = true;
+  EXPECT_EQ(mine.fitted(49152).tsk, def.tsk);
+  SKIP_WITHOUT_OPENCL();
+  for (const char* run : {"run gemm m100n70k300_tn --impl ocl/tiled --check",
+                          "run conv mb2ic24ih13oc20kh3ph1 --impl ocl/im2col --check",
+                          "run conv mb2ic24ih13oc20kh3ph1 --impl ocl/winograd_f2 --check"}) {
+    auto r = run_cli(run, "PRIMBENCH_OCL_TILED=TSK=64");
+    EXPECT_EQ(r.status, 0) << run << "\n" << r.out;
+    EXPECT_NE(r.out.find("PASS"), std::string::npos) << run << "\n" << r.out;
+  }
 }
 
 // A corrupt or truncated cached binary is removed and rebuilt from source; the run checks out.

@@ -102,7 +102,7 @@ ocl::Buffer OclConv::workspace(size_t bytes) {
 }
 
 void OclConv::add_gemm(const GemmArgs& g) {
-  const TiledParams& p = gemm_params_;
+  const TiledParams p = gemm_params_.fitted(ocl::device_info().local_mem_size);
   cl_program prog = program("gemm/tiled.cl", p.options(false, false));
   size_t global[3] = {ocl::round_up(g.m, p.tsm) / p.tsm * p.rtsm(),
                       ocl::round_up(g.n, p.tsn) / p.tsn * p.rtsn(), static_cast<size_t>(g.batch)};

@@ -29,13 +29,13 @@ class GemmOclTiled : public DeviceGemm {
   }
 
   void plan(const GemmDesc& d, Dir, const std::vector<const Tensor*>& in) override {
-    p_ = TiledParams::from_env();
     const ocl::DeviceInfo& dev = ocl::device_info();
+    p_ = TiledParams::from_env().fitted(dev.local_mem_size);
     if (static_cast<size_t>(p_.rtsm() * p_.rtsn()) > dev.max_work_group_size)
       throw InputError("PRIMBENCH_OCL_TILED", "work-group of " +
                                                   std::to_string(p_.rtsm() * p_.rtsn()) +
                                                   " work-items exceeds the device maximum");
-    if (4ull * p_.tsk * (p_.tsm + p_.tsn) > dev.local_mem_size)
+    if (p_.local_bytes() > dev.local_mem_size)
       throw InputError("PRIMBENCH_OCL_TILED", "tiles exceed the device's local memory");
     pretrans_ = d.ta && p_.pretrans;
     std::string opts = p_.options(d.ta && !pretrans_, d.tb);

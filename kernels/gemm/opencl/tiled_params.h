@@ -16,7 +16,21 @@ struct TiledParams {
   int tsm = 64, tsn = 64, tsk = 128, wptm = 32, wptn = 8, vw = 16;
   // op(A) = A^T: 1 transposes A once per run into a workspace (fast), 0 transposes every tile.
   int pretrans = 1;
+  bool tsk_set = false;           // TSK came from PRIMBENCH_OCL_TILED
   static constexpr int kXT = 32;  // transpose tile (XT in tiled.cl)
+
+  size_t local_bytes() const { return 4ull * tsk * (tsm + tsn); }
+
+  // The defaults' A and B tiles take 64 KiB of local memory, which PoCL has and GPUs often do
+  // not (NVIDIA's OpenCL: 48 KiB): without a TSK of the caller's, TSK is halved (down to VW)
+  // until the tiles fit. Whether they fit at all is still checked where the kernel is built.
+  TiledParams fitted(size_t local_mem) const {
+    TiledParams p = *this;
+    if (!tsk_set)
+      while (p.local_bytes() > local_mem && p.tsk / 2 >= p.vw && (p.tsk / 2) % p.vw == 0)
+        p.tsk /= 2;
+    return p;
+  }
 
   int rtsm() const { return tsm / wptm; }
   int rtsn() const { return tsn / wptn; }
@@ -54,7 +68,7 @@ struct TiledParams {
       else if (key == "TSN")
         p.tsn = v;
       else if (key == "TSK")
-        p.tsk = v;
+        p.tsk = v, p.tsk_set = true;
       else if (key == "WPTM")
         p.wptm = v;
       else if (key == "WPTN")
