@@ -39,9 +39,10 @@ class GemmOclTiled : public DeviceGemm {
       throw InputError("PRIMBENCH_OCL_TILED", "tiles exceed the device's local memory");
     pretrans_ = d.ta && p_.pretrans;
     upload(d, in);
+    cl_program prog = nullptr;  // the transpose's program serves the GEMM too (TA=0)
     if (pretrans_) {
       // A is stored K x M; the GEMM reads its transpose At (M x K, ld M) from the workspace.
-      cl_program prog = build_.load("gemm/tiled.cl", p_.options(false, d.tb));
+      prog = build_.load("gemm/tiled.cl", p_.options(false, d.tb));
       at_ = ocl::Buffer(static_cast<size_t>(d.m) * d.k * sizeof(float));
       transpose_ = ocl::Kernel(prog, "transpose");
       transpose_.set_args(static_cast<int>(d.k), static_cast<int>(d.m), a_, static_cast<int>(d.lda),
@@ -58,9 +59,10 @@ class GemmOclTiled : public DeviceGemm {
         pretrans_ = false;
         transpose_ = ocl::Kernel();
         at_ = ocl::Buffer();
+        prog = nullptr;
       }
     }
-    cl_program prog = build_.load("gemm/tiled.cl", p_.options(d.ta && !pretrans_, d.tb));
+    if (!prog) prog = build_.load("gemm/tiled.cl", p_.options(d.ta && !pretrans_, d.tb));
     kernel_ = ocl::Kernel(prog, "gemm_tiled");
     auto t0 = std::chrono::steady_clock::now();
     warm_up();
