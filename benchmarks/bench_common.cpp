@@ -231,7 +231,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   }
   using C = benchmark::Counter;
   const Problem& p = *s.problem;
-  const double peak = machine_info().peak_flops * p.peak_scale();
+  const PeakRates rates = peak_rates(impl);  // the host's probe, or a GPU's own
+  const double peak = rates.flops * p.peak_scale();
   // Rates over the manual (contract) time; the percentages are plain numbers.
   const double per_iter = total / std::max<double>(1, static_cast<double>(state.iterations()));
   if (p.flops() > 0) {
@@ -239,8 +240,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
     state.counters["peak_pct"] = per_iter > 0 ? 100.0 * p.flops() / per_iter / peak : 0;
   }
   state.counters["bytes"] = C(p.bytes(), C::kIsIterationInvariantRate, C::kIs1024);
-  state.counters["bw_pct"] =
-      per_iter > 0 ? 100.0 * p.bytes() / per_iter / machine_info().triad_bytes : 0;
+  state.counters["bw_pct"] = per_iter > 0 ? 100.0 * p.bytes() / per_iter / rates.bytes : 0;
+  if (rates.device) state.counters["device_peak_gflops"] = rates.flops / 1e9;
   // The check: its error and how many outputs it compared (all, or a seeded sample);
   // unchecked = 1 when checks were off for this row.
   if (s.checked) {

@@ -202,11 +202,14 @@ int cmd_run(int argc, char** argv) {
         r.phases.wei_transform = 1e3 * m.phases.wei_transform / reps;
         r.time_ms = 1e3 * median(m.times_s);
         r.gflops = r.time_ms > 0 ? p->flops() / (r.time_ms * 1e6) : 0;
-        r.peak_pct = 100 * r.gflops * 1e9 / peak;
+        // On a GPU an OpenCL implementation's percentage is of the device's own probe.
+        const PeakRates rates = peak_rates(impl);
+        r.peak_pct = 100 * r.gflops * 1e9 / (rates.flops * p->peak_scale());
         r.checked = m.checked;
         r.check = m.check;
         r.ws_mb = runner->workspace_bytes() / 1e6;
         r.extra = runner->extra_counters();
+        if (rates.device) r.extra.push_back({"device_peak_gflops", rates.flops / 1e9});
         r.status = !check               ? "unchecked"
                    : !m.check.pass      ? "fail"
                    : m.check.mistrusted ? "mistrusted"

@@ -159,6 +159,16 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
     f.push_back({"opencl_compute_units", std::to_string(d.compute_units)});
     f.push_back({"opencl_fp64", d.fp64 ? "1" : "0"});
     f.push_back({"opencl_driver", d.driver_version});
+    // The rates the OpenCL rows' percentages divide by (peak_rates()): the host's on a CPU
+    // device, else the device's own probe.
+    if (d.type & CL_DEVICE_TYPE_CPU) {
+      f.push_back({"opencl_peak_gflops", "host"});
+      f.push_back({"opencl_triad_gbs", "host"});
+    } else {
+      const ocl::DeviceRates& r = ocl::device_rates();
+      f.push_back({"opencl_peak_gflops", fmt(r.flops / 1e9)});
+      f.push_back({"opencl_triad_gbs", fmt(r.bytes / 1e9)});
+    }
   }
 #else
   f.push_back({"opencl_device", "none: " + opencl_unavailable()});
@@ -171,6 +181,21 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
   f.push_back({"mpi", s.substr(0, s.find(','))});
 #endif
   return f;
+}
+
+PeakRates peak_rates(const std::string& impl) {
+  const MachineInfo& m = machine_info();
+  PeakRates r{m.peak_flops, m.triad_bytes, false, "host"};
+#ifdef PRIMBENCH_HAVE_OPENCL
+  if (impl.rfind("ocl/", 0) == 0 && opencl_unavailable().empty() &&
+      !(ocl::device_info().type & CL_DEVICE_TYPE_CPU)) {
+    const ocl::DeviceRates& d = ocl::device_rates();
+    r = {d.flops, d.bytes, true, ocl::device_info().name};
+  }
+#else
+  (void)impl;
+#endif
+  return r;
 }
 
 void check_environment() {

@@ -30,6 +30,17 @@ const std::string& build_id();
 // throwing InputError naming the variable. Every entry point calls it first, so that a bad
 // value is a clear error there rather than an exception inside an OpenMP region.
 void check_environment();
+// What the percentages of implementation `impl` divide by: peak_pct by `flops` (fp32 FLOP/s,
+// before the data type's peak_scale) and bw_pct by `bytes` (triad bytes/s). The machine probe's
+// (machine.h), except for an OpenCL implementation ("ocl/...") whose device is not a CPU: there
+// the device's own measured rates (ocl::device_rates()), with `device` set and `where` naming it.
+// PoCL on this CPU runs on the host's cores, so its rows keep the host's rates.
+struct PeakRates {
+  double flops = 0, bytes = 0;
+  bool device = false;
+  std::string where;  // "host" or the OpenCL device's name
+};
+PeakRates peak_rates(const std::string& impl);
 // The facts as one JSON object {"key":"value",...} (for the CLI's --json output).
 std::string environment_json();
 

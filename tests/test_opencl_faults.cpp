@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "kernels/availability.h"
+#include "kernels/core/machine.h"
+#include "kernels/environment.h"
 #include "tests/cli_runner.h"
 #ifdef PRIMBENCH_HAVE_OPENCL
 #include "kernels/core/error.h"
@@ -185,6 +187,40 @@ TEST(OpenclFaultSmoke, WorkGroupOverTheKernelLimitIsUnsupported) {
     EXPECT_NE(what.find("kernel eltwise_fwd"), std::string::npos) << what;
     EXPECT_NE(what.find("CL_KERNEL_WORK_GROUP_SIZE"), std::string::npos) << what;
   }
+}
+
+// The device's own probe (the rates an OpenCL row's peak_pct and bw_pct divide by on a GPU)
+// measures what it claims: on PoCL, which runs on the host's cores, its FMA rate cannot exceed
+// the host's measured peak by much (a miscount of the chains or of the FLOPs per FMA would), and
+// the rows there keep the host's rates; on a GPU the OpenCL rows divide by the device's.
+TEST(OpenclProbe, DeviceRatesAreMeasuredAndUsedOnlyOffTheCpu) {
+  SKIP_WITHOUT_OPENCL();
+  const ocl::DeviceRates r = ocl::measure_device_rates(size_t(1) << 20);
+  EXPECT_GT(r.flops, 1e8);
+  EXPECT_GT(r.bytes, 1e7);
+  const MachineInfo& host = machine_info();
+  const bool cpu = (ocl::device_info().type & CL_DEVICE_TYPE_CPU) != 0;
+  if (cpu) {
+    EXPECT_LT(r.flops, 1.5 * host.peak_flops) << "the same cores cannot beat the host";
+  }
+  const PeakRates ocl_rates = peak_rates("ocl/tiled"), cpu_rates = peak_rates("cpu/packed");
+  EXPECT_FALSE(cpu_rates.device);
+  EXPECT_EQ(cpu_rates.flops, host.peak_flops);
+  EXPECT_EQ(cpu_rates.bytes, host.triad_bytes);
+  EXPECT_EQ(ocl_rates.device, !cpu);
+  if (cpu) {
+    EXPECT_EQ(ocl_rates.flops, host.peak_flops);
+  } else {
+    EXPECT_EQ(ocl_rates.flops, ocl::device_rates().flops);
+    EXPECT_EQ(ocl_rates.where, ocl::device_info().name);
+  }
+  // The CLI row says which peak it divided by: the device's rate only off the CPU.
+  const auto res = run_cli("run gemm m64n64k64 --impl ocl/tiled --reps 1 --json");
+  ASSERT_EQ(res.status, 0) << res.out;
+  EXPECT_EQ(res.out.find("device_peak_gflops") != std::string::npos, !cpu) << res.out;
+  EXPECT_NE(res.out.find(cpu ? "\"opencl_peak_gflops\":\"host\"" : "\"opencl_peak_gflops\""),
+            std::string::npos)
+      << res.out;
 }
 #endif
 

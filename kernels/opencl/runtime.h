@@ -52,6 +52,17 @@ const DeviceInfo& device_info();
 // "unavailable: <reason>" when no device is usable. Never throws.
 std::string device_summary();
 
+// The device's own rates, measured by two small kernels (kernels/opencl/probe.cpp): fp32 FLOP/s
+// of independent FMA chains on every work-item, and triad bytes/s (a = b + s * c, 12 bytes per
+// element) over buffers beyond a GPU's last-level cache. What peak_pct and bw_pct of an OpenCL
+// implementation divide by when the device is not the host CPU (environment.h, peak_rates()).
+struct DeviceRates {
+  double flops = 0, bytes = 0;
+};
+// Measured once per process (about 0.1 s on a GPU). Throws what the OpenCL calls throw.
+const DeviceRates& device_rates();
+// One measurement with `triad_elements` floats per triad buffer (tests use small ones).
+DeviceRates measure_device_rates(size_t triad_elements);
 // The name of a CL error code ("CL_OUT_OF_RESOURCES"), or "CL_UNKNOWN_ERROR".
 const char* error_name(cl_int err);
 // Throws pb::RuntimeError "<call> failed: <error name> (<code>)" when err != CL_SUCCESS.
