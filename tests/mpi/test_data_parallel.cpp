@@ -130,7 +130,9 @@ TEST_P(DataParallelTest, WeightsMatchTheCombinedBatchOnEveryRank) {
   } catch (const Unsupported& e) {
     GTEST_SKIP() << e.what();
   }
-  if (c.bucket_mb < 1) EXPECT_GT(dp->buckets().size(), 2u) << "small buckets: several of them";
+  if (c.bucket_mb < 1) {
+    EXPECT_GT(dp->buckets().size(), 2u) << "small buckets: several of them";
+  }
   for (int s = 1; s <= kSteps; ++s) dp->step(s);  // each checks the weights across ranks too
   // Identical on every rank, independently of DataParallel's own check.
   EXPECT_TRUE(world::same_on_all_ranks(weights_hash(ex))) << "weights differ across ranks";

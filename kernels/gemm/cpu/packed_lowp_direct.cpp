@@ -160,7 +160,7 @@ void pack_blocks(const void* a, int64_t lda, int64_t m, int64_t k, __m512i* out,
     __m512i* u = out + blk * ng * 4;
     if constexpr (G == 4) {
       __m512i* s = sums + blk * 4;
-      for (int q = 0; q < 4; ++q) s[q] = _mm512_setzero_si512();
+      std::memset(s, 0, 4 * sizeof(__m512i));  // no intrinsic outside a target function
       interleave_u8s8(static_cast<const int8_t*>(a) + r0, lda, k, mv, 0, ng * G, u, s);
     } else {
       interleave_bf16(static_cast<const uint16_t*>(a) + r0, lda, k, mv, 0, ng * G, u);
@@ -236,8 +236,7 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
         __m512i* st = state + (blk - b0) * per_block;
         __m512i* sums = st + n_cg * kDirectCols * 4;
         if constexpr (G == 4) {
-          if (first)
-            for (int q = 0; q < 4; ++q) sums[q] = _mm512_setzero_si512();
+          if (first) std::memset(sums, 0, 4 * sizeof(__m512i));
           interleave_u8s8(static_cast<const int8_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, sums);
         } else {
           interleave_bf16(static_cast<const uint16_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u);
