@@ -216,6 +216,14 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   MeterResult metered;
   try {
     meter.start();
+    // One untimed iteration first. Meter::start() hands freed memory back to the system
+    // (malloc_trim), so an implementation that allocates while it runs (oneDNN's temporaries)
+    // faulted its pages in again during the first timed iteration, and with a short
+    // --benchmark_min_time that iteration could be the whole measurement: onednn/auto relu bwd
+    // read 50-100 ms instead of 2 ms in about one run of three, after an OpenCL implementation
+    // had freed its buffers. Our own kernels keep their scratch, so that favoured them.
+    timed_iteration(*s.runner, c.timing, &phases);
+    phases = PhaseTimes();
     for (auto _ : state) {
       if (c.cache == CacheState::cold) evict_caches();  // untimed: manual time excludes it
       const double t = timed_iteration(*s.runner, c.timing, &phases);
@@ -252,7 +260,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
   state.counters["unchecked"] = s.checked ? 0 : 1;
   state.counters["prep_ms"] = s.prep_ms;
   state.counters["ws_MB"] = s.runner->workspace_bytes() / 1e6;
-  for (const auto& [k, v] : meter_counters(metered, state.iterations(), p.flops(), 0))
+  // The metered region holds the untimed first iteration too.
+  for (const auto& [k, v] : meter_counters(metered, state.iterations() + 1, p.flops(), 0))
     state.counters[k] = v;
   for (const auto& [k, v] : s.runner->extra_counters()) state.counters[k] = v;
   state.SetLabel(p.desc_str());
