@@ -351,6 +351,15 @@ TEST(CliSmoke, WorkspaceOverTheCapIsUnsupported) {
                      "PRIMBENCH_MAX_WORKSPACE_MB=0.00001");
   EXPECT_EQ(net.status, 3) << net.out;
   EXPECT_NE(net.out.find("conv1 fwd: cpu/direct's workspace of"), std::string::npos) << net.out;
+  // `first` takes the next candidate that plans, said as a fallback. (At this cap cpu/direct's
+  // workspace on res3a_proj, 0.0205 MB, is over it and cpu/im2col's is not.)
+  auto first = run_cli("net tiny_resnet --backend cpu --policy first --reps 1",
+                       "PRIMBENCH_MAX_WORKSPACE_MB=0.02");
+  EXPECT_EQ(first.status, 0) << first.out;
+  EXPECT_NE(first.out.find("fallback: refused at plan (cpu/direct's workspace of"),
+            std::string::npos)
+      << first.out;
+  EXPECT_EQ(first.out.find(" 0 fallback(s)"), std::string::npos) << first.out;
   auto bad = run_cli("run gemm m8 --impl cpu/packed --reps 1", "PRIMBENCH_MAX_WORKSPACE_MB=lots");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("PRIMBENCH_MAX_WORKSPACE_MB"), std::string::npos) << bad.out;

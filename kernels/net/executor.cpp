@@ -145,6 +145,11 @@ bool starts_with(const std::string& s, const std::string& p) {
   return s.rfind(p, 0) == 0;
 }
 
+// A refusal's reason, beginning with the implementation's name ("cpu/fft's workspace ...").
+std::string named(const std::string& impl, const std::string& why) {
+  return starts_with(why, impl) ? why : impl + ": " + why;
+}
+
 }  // namespace
 
 void Executor::Impl::pull() {
@@ -244,34 +249,41 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
       info.note = (info.note.empty() ? "" : info.note + "; ") + "best (cached)";
     } else {
       double best = std::numeric_limits<double>::infinity();
-      std::string over_cap;  // candidates whose workspace is over PRIMBENCH_MAX_WORKSPACE_MB
+      // Candidates whose workspace is over PRIMBENCH_MAX_WORKSPACE_MB, or that refused the call
+      // only when planned or run (a device limit that supports() cannot know, such as a
+      // work-group or local memory the device's compiler refuses): skipped, with the reason.
+      std::string refused;
       for (size_t i = 0; i < cands.size(); ++i) {
         PrimCall<Traits, Desc> trial;
         trial.d = d, trial.dir = dir, trial.in = in, trial.impl = std::move(cands[i]);
         trial.weights_version = call->weights_version;
-        trial.plan();
+        double t = 0;
         try {
+          trial.plan();
           check_workspace_cap(trial.impl->name(), trial.impl->workspace_bytes());
+          trial.mode = trial.impl->reads_inputs_in_place() ? PrimCall<Traits, Desc>::kView
+                                                           : PrimCall<Traits, Desc>::kPrepare;
+          // Copy-out cost is left out of the comparison (it is small beside the call). A
+          // warm-up, then the median of kFindRuns timed runs.
+          time_once(trial);
+          std::vector<double> runs;
+          for (int r = 0; r < kFindRuns; ++r) runs.push_back(time_once(trial));
+          std::sort(runs.begin(), runs.end());
+          t = runs[runs.size() / 2];
         } catch (const Unsupported& e) {
-          over_cap += (over_cap.empty() ? "" : "; ") + std::string(e.what());
+          refused += (refused.empty() ? "" : "; ") + named(trial.impl->name(), e.what());
           cands[i] = std::move(trial.impl);
           continue;
         }
-        trial.mode = trial.impl->reads_inputs_in_place() ? PrimCall<Traits, Desc>::kView
-                                                         : PrimCall<Traits, Desc>::kPrepare;
-        // Copy-out cost is left out of the comparison (it is small beside the call). A warm-up,
-        // then the median of kFindRuns timed runs.
-        time_once(trial);
-        std::vector<double> runs;
-        for (int r = 0; r < kFindRuns; ++r) runs.push_back(time_once(trial));
-        std::sort(runs.begin(), runs.end());
-        const double t = runs[runs.size() / 2];
         cands[i] = std::move(trial.impl);
         if (t < best) best = t, pick = i;
       }
       if (best == std::numeric_limits<double>::infinity())
-        throw Unsupported(layer + " " + phase + ": " + over_cap);
-      if (!over_cap.empty()) info.note = (info.note.empty() ? "" : info.note + "; ") + over_cap;
+        throw Unsupported(layer + " " + phase + ": " + refused);
+      if (!refused.empty()) {
+        info.note = (info.note.empty() ? "" : info.note + "; ") + "refused: " + refused;
+        ++fallbacks;
+      }
       prepared = true;
       cache.put(key, cands[pick]->name(), best);
       info.note =
@@ -288,16 +300,33 @@ const std::vector<const Tensor*>& Executor::Impl::add(const std::string& layer,
       ++fallbacks;
     }
   }
-  call->impl = std::move(cands[pick]);
-  info.impl = call->impl->name();
   if (!prepared) {
-    call->plan();
-    try {
-      check_workspace_cap(info.impl, call->impl->workspace_bytes());
-    } catch (const Unsupported& e) {
-      throw Unsupported(layer + " " + phase + ": " + e.what());
+    // The picked candidate, else (when planning refuses it: a device limit supports() cannot
+    // know, or the workspace cap) the next that plans, in registry order, said as a fallback.
+    std::string refused;
+    for (size_t k = 0; k < cands.size(); ++k) {
+      const size_t i = k == 0 ? pick : (k <= pick ? k - 1 : k);
+      call->impl = std::move(cands[i]);
+      try {
+        call->plan();
+        check_workspace_cap(call->impl->name(), call->impl->workspace_bytes());
+        pick = i;
+        break;
+      } catch (const Unsupported& e) {
+        refused += (refused.empty() ? "" : "; ") + named(call->impl->name(), e.what());
+        cands[i] = std::move(call->impl);
+      }
     }
+    if (!call->impl) throw Unsupported(layer + " " + phase + ": " + refused);
+    if (!refused.empty()) {
+      info.note = (info.note.empty() ? "" : info.note + "; ") + "fallback: refused at plan (" +
+                  refused + ")";
+      ++fallbacks;
+    }
+  } else {
+    call->impl = std::move(cands[pick]);
   }
+  info.impl = call->impl->name();
   const size_t n = Traits::output_names(d, dir).size();
   const bool refreshable = call->impl->reads_inputs_in_place();
   bool views = refreshable;
