@@ -85,9 +85,8 @@ DeviceRates measure_device_rates(size_t triad_elements) {
 
   // FMA: enough work-items to fill every compute unit many times over; the step count grows
   // until a pass takes at least 10 ms, so that launch overhead is negligible.
-  const size_t global = std::max<size_t>(1024, size_t(info.compute_units) *
-                                                   std::max<size_t>(64, info.max_work_group_size) *
-                                                   4);
+  const size_t global = std::max<size_t>(
+      1024, size_t(info.compute_units) * std::max<size_t>(64, info.max_work_group_size) * 4);
   Buffer out(global * sizeof(float));
   Kernel fma(prog, "fma_chains");
   int iters = 64;
@@ -100,7 +99,8 @@ DeviceRates measure_device_rates(size_t triad_elements) {
   }
   ms = best_ms(fma, global, 5);
   if (ms <= 0) throw RuntimeError("the device probe's FMA kernel reported no time");
-  r.flops = 2.0 * kChains * kLanes * static_cast<double>(iters) * static_cast<double>(global) / (ms * 1e-3);
+  r.flops = 2.0 * kChains * kLanes * static_cast<double>(iters) * static_cast<double>(global) /
+            (ms * 1e-3);
 
   // Triad over three buffers of triad_elements floats (float4 per work-item).
   const size_t n4 = std::max<size_t>(1, triad_elements / 4);

@@ -124,10 +124,10 @@ class BnormOnednn : public HostBnorm {
       // backward expects from its hint; where it does not, the batch statistics make the mask.
       if (d.relu) {
         src_reorder_ = act_reorders_;
-        fwd_pd_t gpd(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training,
-                                                             data_md, eps,
-                                                             flags | nf::use_global_stats),
-                     eng);
+        fwd_pd_t gpd(
+            dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, data_md, eps,
+                                                    flags | nf::use_global_stats),
+            eng);
         const bool given = gpd.workspace_desc() == fpd.workspace_desc();
         tmp_ = memory(data_md, eng);
         fargs[DNNL_ARG_DST] = tmp_;
@@ -144,8 +144,8 @@ class BnormOnednn : public HostBnorm {
           fargs[DNNL_ARG_MEAN] = mem(vec_md, mean_);
           fargs[DNNL_ARG_VARIANCE] = mem(vec_md, var_);
         }
-        fwd_ = given ? dnnl::batch_normalization_forward(gpd)
-                     : dnnl::batch_normalization_forward(fpd);
+        fwd_ =
+            given ? dnnl::batch_normalization_forward(gpd) : dnnl::batch_normalization_forward(fpd);
         fwd_args_ = fargs;
       }
       bwd_pd_t bpd = make_bwd(data_md, fpd);
