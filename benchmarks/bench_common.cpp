@@ -222,8 +222,8 @@ void run_case(benchmark::State& state, const Case& c, const std::string& impl,
     // --benchmark_min_time that iteration could be the whole measurement: onednn/auto relu bwd
     // read 50-100 ms instead of 2 ms in about one run of three, after an OpenCL implementation
     // had freed its buffers. Our own kernels keep their scratch, so that favoured them.
-    timed_iteration(*s.runner, c.timing, &phases);
-    phases = PhaseTimes();
+    PhaseTimes untimed;
+    timed_iteration(*s.runner, c.timing, &untimed);
     for (auto _ : state) {
       if (c.cache == CacheState::cold) evict_caches();  // untimed: manual time excludes it
       const double t = timed_iteration(*s.runner, c.timing, &phases);

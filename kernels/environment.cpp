@@ -159,16 +159,11 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
     f.push_back({"opencl_compute_units", std::to_string(d.compute_units)});
     f.push_back({"opencl_fp64", d.fp64 ? "1" : "0"});
     f.push_back({"opencl_driver", d.driver_version});
-    // The rates the OpenCL rows' percentages divide by (peak_rates()): the host's on a CPU
-    // device, else the device's own probe.
-    if (d.type & CL_DEVICE_TYPE_CPU) {
-      f.push_back({"opencl_peak_gflops", "host"});
-      f.push_back({"opencl_triad_gbs", "host"});
-    } else {
-      const ocl::DeviceRates& r = ocl::device_rates();
-      f.push_back({"opencl_peak_gflops", fmt(r.flops / 1e9)});
-      f.push_back({"opencl_triad_gbs", fmt(r.bytes / 1e9)});
-    }
+    // The rates the OpenCL rows' percentages divide by: the host's on a CPU device, else the
+    // device's own probe.
+    const PeakRates r = peak_rates("ocl/");
+    f.push_back({"opencl_peak_gflops", r.device ? fmt(r.flops / 1e9) : "host"});
+    f.push_back({"opencl_triad_gbs", r.device ? fmt(r.bytes / 1e9) : "host"});
   }
 #else
   f.push_back({"opencl_device", "none: " + opencl_unavailable()});

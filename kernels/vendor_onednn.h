@@ -3,6 +3,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <vector>
 
 #include "kernels/core/dtype.h"
 #include "kernels/core/error.h"
@@ -24,5 +25,17 @@ dnnl::memory::data_type data_type(DataType::Out out);
 // case (dnnl_unimplemented), RuntimeError for every other status (a wrong memory descriptor, out
 // of memory, ...), so that a real failure never hides as a skip. `what` names the call.
 [[noreturn]] void rethrow(const dnnl::error& e, const std::string& what);
+
+// One layout conversion: a reorder primitive (created once, in plan) from one memory to another.
+struct Conversion {
+  Conversion(const dnnl::memory& from, const dnnl::memory& to)
+      : prim(from, to), from(from), to(to) {}
+  dnnl::reorder prim;
+  dnnl::memory from, to;
+};
+// Runs the conversions in order on stream().
+inline void convert(std::vector<Conversion>& conversions) {
+  for (auto& c : conversions) c.prim.execute(stream(), c.from, c.to);
+}
 
 }  // namespace pb::onednn

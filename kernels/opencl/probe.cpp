@@ -43,23 +43,6 @@ __kernel void triad(__global float4* a, __global const float4* b, __global const
 )CL";
 constexpr int kChains = 8, kLanes = 8;  // CHAINS, and the float8 lanes of each
 
-cl_program build_probe() {
-  cl_int err = CL_SUCCESS;
-  cl_program p = clCreateProgramWithSource(context(), 1, &kProbeSource, nullptr, &err);
-  check(err, "clCreateProgramWithSource(probe)");
-  cl_device_id d = device();
-  err = clBuildProgram(p, 1, &d, "", nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    size_t n = 0;
-    clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    clReleaseProgram(p);
-    throw RuntimeError("building the device probe failed: " + log);
-  }
-  return p;
-}
-
 // The best of `passes` timed runs of `k` (milliseconds, profiling events).
 double best_ms(const Kernel& k, size_t global, int passes) {
   double best = 0;
@@ -75,7 +58,7 @@ double best_ms(const Kernel& k, size_t global, int passes) {
 }  // namespace
 
 DeviceRates measure_device_rates(size_t triad_elements) {
-  cl_program prog = build_probe();
+  cl_program prog = build_source("the device probe", kProbeSource, "");
   struct Release {
     cl_program p;
     ~Release() { clReleaseProgram(p); }

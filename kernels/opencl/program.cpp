@@ -114,21 +114,6 @@ cl_program from_binary(const std::vector<unsigned char>& bin, const std::string&
   return p;
 }
 
-cl_program from_source(const std::string& key, const char* src, const std::string& options) {
-  cl_device_id dev = device();
-  cl_int err = CL_SUCCESS;
-  cl_program p = clCreateProgramWithSource(context(), 1, &src, nullptr, &err);
-  check(err, "clCreateProgramWithSource");
-  err = clBuildProgram(p, 1, &dev, options.c_str(), nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    std::string log = build_log(p);
-    clReleaseProgram(p);
-    throw RuntimeError("clBuildProgram failed for " + key + " [" + options +
-                       "]: " + error_name(err) + (log.empty() ? "" : "\n" + log));
-  }
-  return p;
-}
-
 std::vector<unsigned char> binary_of(cl_program p) {
   size_t size = 0;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) != CL_SUCCESS ||
@@ -147,6 +132,21 @@ std::string hex(unsigned long long v) {
 }
 
 }  // namespace
+
+cl_program build_source(const std::string& key, const char* src, const std::string& options) {
+  cl_device_id dev = device();
+  cl_int err = CL_SUCCESS;
+  cl_program p = clCreateProgramWithSource(context(), 1, &src, nullptr, &err);
+  check(err, "clCreateProgramWithSource");
+  err = clBuildProgram(p, 1, &dev, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = build_log(p);
+    clReleaseProgram(p);
+    throw RuntimeError("clBuildProgram failed for " + key + " [" + options +
+                       "]: " + error_name(err) + (log.empty() ? "" : "\n" + log));
+  }
+  return p;
+}
 
 unsigned long long fnv1a64(const std::string& data, unsigned long long seed) {
   unsigned long long h = seed;
@@ -207,7 +207,7 @@ cl_program program(const std::string& key, const std::string& given_options, dou
       std::remove(path.c_str());  // corrupt or incompatible: rebuild from source below
     }
   }
-  cl_program p = from_source(key, src->second, options);
+  cl_program p = build_source(key, src->second, options);
   if (!path.empty()) {
     std::vector<unsigned char> bin = binary_of(p);
     if (!bin.empty()) write_file_atomic(dir, path, bin);

@@ -75,6 +75,10 @@ void check(cl_int err, const char* call);
 // build log on a failed build. The program is owned by the cache: do not release it.
 cl_program program(const std::string& key, const std::string& options, double* build_ms = nullptr,
                    bool* cache_hit = nullptr);
+// `src` built for the device with `options`, uncached (program() caches the embedded sources).
+// Throws pb::RuntimeError naming `key` with the build log on a failed build. The caller releases
+// the program.
+cl_program build_source(const std::string& key, const char* src, const std::string& options);
 // Build bookkeeping of one implementation: the time its programs took to load or build and
 // whether every one came from a cache, reported next to the kernel time of the last run().
 struct BuildStats {

@@ -25,8 +25,8 @@ class BnormOnednn : public HostBnorm {
  public:
   std::string name() const override { return "onednn/auto"; }
   void run() override { prim_.execute(onednn::stream(), args_); }
-  void reorder_in() override { execute(act_reorders_); }
-  void reorder_out() override { execute(out_reorders_); }
+  void reorder_in() override { onednn::convert(act_reorders_); }
+  void reorder_out() override { onednn::convert(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
   size_t workspace_bytes() const override { return ws_bytes_; }
   std::vector<Tensor> result() override {
@@ -86,7 +86,7 @@ class BnormOnednn : public HostBnorm {
       const bool plain = data_md == plain_md;
       // A data tensor: the user's NCHW memory, or a buffer in data_md converted by `reorders`
       // (from the user's when `in`, else into it).
-      auto data = [&](const Tensor* t, std::vector<Conversion>* reorders, bool in) {
+      auto data = [&](const Tensor* t, std::vector<onednn::Conversion>* reorders, bool in) {
         memory user = mem(plain_md, t);
         if (plain) return user;
         memory mine(data_md, eng);
@@ -174,29 +174,20 @@ class BnormOnednn : public HostBnorm {
   // Backward with the ReLU fused: the forward's workspace (its ReLU mask), from the new source.
   void forward_state() override {
     if (!fwd_) return;
-    execute(src_reorder_);
+    onednn::convert(src_reorder_);
     fwd_.execute(onednn::stream(), fwd_args_);
     onednn::stream().wait();
   }
 
  private:
-  // One layout conversion: a reorder primitive (created once, in plan) from one memory to another.
-  struct Conversion {
-    Conversion(const memory& from, const memory& to) : prim(from, to), from(from), to(to) {}
-    dnnl::reorder prim;
-    memory from, to;
-  };
-  static void execute(std::vector<Conversion>& conversions) {
-    for (auto& c : conversions) c.prim.execute(onednn::stream(), c.from, c.to);
-  }
   dnnl::primitive fwd_;
   std::unordered_map<int, memory> fwd_args_;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
-  std::vector<Conversion> act_reorders_;  // NCHW source (and gradient) -> oneDNN's layout
-  std::vector<Conversion> out_reorders_;  // oneDNN's layout -> the NCHW output
-  std::vector<Conversion> src_reorder_;   // the source alone, for forward_state()
-  size_t ws_bytes_ = 0;                   // the buffers in oneDNN's layout and the workspace
+  std::vector<onednn::Conversion> act_reorders_;  // NCHW source (and gradient) -> oneDNN's layout
+  std::vector<onednn::Conversion> out_reorders_;  // oneDNN's layout -> the NCHW output
+  std::vector<onednn::Conversion> src_reorder_;   // the source alone, for forward_state()
+  size_t ws_bytes_ = 0;  // the buffers in oneDNN's layout and the workspace
   memory ws_, tmp_;
   std::vector<Tensor> stats_;
 };

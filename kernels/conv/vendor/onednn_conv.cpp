@@ -217,10 +217,10 @@ class OnednnConv : public ConvImpl {
       onednn::rethrow(e, "oneDNN conv " + name_);
     }
   }
-  void weights() override { execute(wei_reorders_); }
-  void reorder_in() override { execute(act_reorders_); }
+  void weights() override { onednn::convert(wei_reorders_); }
+  void reorder_in() override { onednn::convert(act_reorders_); }
   void run() override { b_.prim.execute(onednn::stream(), args_); }
-  void reorder_out() override { execute(out_reorders_); }
+  void reorder_out() override { onednn::convert(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
   // A network's real-valued activations into the type again (impl.h), in place in the typed
   // copies the user memories read; the weights are weights()'s reorder.
@@ -265,21 +265,12 @@ class OnednnConv : public ConvImpl {
   algorithm alg_;
   ConvDesc d_;
   Built b_;
-  // One layout conversion: a reorder primitive (created once, in plan) from one memory to another.
-  struct Conversion {
-    Conversion(const memory& from, const memory& to) : prim(from, to), from(from), to(to) {}
-    dnnl::reorder prim;
-    memory from, to;
-  };
-  static void execute(std::vector<Conversion>& conversions) {
-    for (auto& c : conversions) c.prim.execute(onednn::stream(), c.from, c.to);
-  }
   std::unordered_map<int, memory> args_;
-  std::vector<Conversion> wei_reorders_;     // goihw weights -> oneDNN's layout
-  std::vector<Conversion> act_reorders_;     // NCHW activations -> oneDNN's layout
-  std::vector<Conversion> out_reorders_;     // oneDNN's layout -> NCHW/goihw outputs
-  std::vector<Tensor> views_;                // the outputs, in NCHW/goihw
-  std::vector<std::vector<uint8_t>> typed_;  // typed NCHW activations and outputs
+  std::vector<onednn::Conversion> wei_reorders_;  // goihw weights -> oneDNN's layout
+  std::vector<onednn::Conversion> act_reorders_;  // NCHW activations -> oneDNN's layout
+  std::vector<onednn::Conversion> out_reorders_;  // oneDNN's layout -> NCHW/goihw outputs
+  std::vector<Tensor> views_;                     // the outputs, in NCHW/goihw
+  std::vector<std::vector<uint8_t>> typed_;       // typed NCHW activations and outputs
   // The activation inputs with a typed copy (input tensor, its typed_ index), for quantise().
   std::vector<std::pair<const Tensor*, size_t>> quantised_;
   std::vector<const Tensor*> inputs_;

@@ -51,7 +51,7 @@ class RnnOnednn : public RnnImpl {
   void weights() override {
     if (lowp_) return lowp_->weights();
     const double t0 = now_seconds();
-    execute(wei_reorders_);
+    onednn::convert(wei_reorders_);
     onednn::stream().wait();
     convert_ms_ = 1e3 * (now_seconds() - t0);
   }
@@ -73,7 +73,7 @@ class RnnOnednn : public RnnImpl {
     bwd_.execute(s, bwd_args_);
   }
   // bwd: dW and dR from oneDNN's formats into ours.
-  void reorder_out() override { execute(out_reorders_); }
+  void reorder_out() override { onednn::convert(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
   const Tensor* output_view(size_t i) const override {
     return i < outs_.size() ? &outs_[i] : nullptr;
@@ -113,14 +113,6 @@ class RnnOnednn : public RnnImpl {
     memory m = mem(want);
     wei_reorders_.push_back({src, m});
     return m;
-  }
-  struct Conversion {
-    Conversion(const memory& from, const memory& to) : prim(from, to), from(from), to(to) {}
-    dnnl::reorder prim;
-    memory from, to;
-  };
-  static void execute(std::vector<Conversion>& conversions) {
-    for (auto& c : conversions) c.prim.execute(onednn::stream(), c.from, c.to);
   }
 
   void prepare_dnnl(const RnnDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
@@ -263,7 +255,7 @@ class RnnOnednn : public RnnImpl {
   memory dst_layer_, dst_iter_c_, ws_, dw_, dr_;
   memory::desc wl_user_md_, wi_user_md_;
   std::vector<Tensor> outs_;  // the outputs in rnn.h's order, in our layouts
-  std::vector<Conversion> wei_reorders_, out_reorders_;
+  std::vector<onednn::Conversion> wei_reorders_, out_reorders_;
   std::vector<memory> keep_;
   double convert_ms_ = 0;
 };
