@@ -121,6 +121,17 @@ TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {
        {int64_t(1), int64_t(2047), int64_t(2049), int64_t(4 * 2048 + 17), int64_t(12 * 2048 + 5)})
     for (int64_t m : {int64_t(3), int64_t(37)}) check({true, false, m, 19, k, 1.0f, 0.5f});
   check({true, false, 600, 16, 3 * 2048, 1.0f, 0.0f});
+  // Its tiles are 6 rows of op(A) by 4 columns of B, the last rows of a thread's range one at a
+  // time: M one below, at and one above one and two row groups per thread, N around one column
+  // group and at the path's limit, on one thread and on two.
+  const int saved = omp_get_max_threads();
+  for (int nt : {1, 2}) {
+    omp_set_num_threads(nt);
+    SCOPED_TRACE("threads " + std::to_string(nt));
+    for (int64_t m : {5, 6, 7, 11, 12, 13, 23, 24, 25})
+      for (int64_t n : {3, 4, 5, 32}) check({true, false, m, n, 35, 1.0f, 0.5f});
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST(PackedSgemmSmoke, AlphaBetaAndEmptySums) {

@@ -36,9 +36,10 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 // The sizes of the issue: 0, 1, n < p, n not divisible by p, one past a ring chunk, 16777217.
 // Under the sanitizers the largest is 1048577 (4 MiB and a float; with 2 to 4 ranks a ring
 // segment still spans more than one 262144-float chunk): the same code paths (every
-// implementation's chunking, Open MPI's rendezvous protocol far above its eager limits) at a sixteenth of the bytes. 16777217 took most of these tests' time there
-// (mpi.allreduce.np4: 235 s under TSan, 121 s under ASan, 23 s unsanitized); no index or byte
-// count nears 2^31 at either size, so nothing overflow-related is left untested by the change.
+// implementation's chunking, Open MPI's rendezvous protocol far above its eager limits) at a
+// sixteenth of the bytes. 16777217 took most of these tests' time there (mpi.allreduce.np4: 235 s
+// under TSan, 121 s under ASan, 23 s unsanitized); no index or byte count nears 2^31 at either
+// size, so nothing overflow-related is left untested by the change.
 std::vector<int64_t> odd_sizes() {
   const int64_t p = world::size();
 #ifdef PRIMBENCH_SANITIZED

@@ -55,11 +55,16 @@ Config make_config() {
 #ifdef PB_X86
 // op(A) = A^T and op(B) = B with few columns (vgg16 fc6's bwd_d, DeepBench's N = 16 with K up
 // to 500000): both operands are contiguous along the sum, so each C element is a dot product.
-// No packing: the sum is cut into chunks of kDotChunk; within one, R = 4 rows of op(A) (128 KB)
+// No packing: the sum is cut into chunks of kDotChunk; within one, R = 6 rows of op(A) (192 KB)
 // and the B chunk (32 KB per column) stay in L2 across the column and row groups, so A is read from
 // memory once and B once per chunk. Threads split the sum (each into its own m x n partial, then
 // added) when it is long, else the rows.
 constexpr int64_t kDotChunk = 8192;
+// Rows of op(A) per tile, against 4 columns of B: 6 x 4 accumulators, 6 A vectors and one B
+// vector fill 31 of the 32 registers, 10 loads per 24 FMAs (4 x 4 tiles: 8 per 16). Zen 5
+// (family 26), 2 threads, medians of 3, two alternating runs, ms 4 x 4 -> 6 x 4: 1760x32x1760
+// 1.25-1.26 -> 0.93-0.99, 2560x32x2560 2.77 -> 2.06-2.08, 7680x16x2560 4.50-4.76 -> 3.85-3.91.
+constexpr int64_t kDotRows = 6;
 
 // The sum of v's 16 lanes: halves added down to one lane (a few instructions, where storing and
 // adding 16 scalars cost a third of a 4 x 4 tile's time at K = 1760).
@@ -87,14 +92,15 @@ __attribute__((target("avx512f,fma"))) inline void dot_tile(int64_t k, const flo
     for (int j = 0; j < J; ++j) acc[r][j] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + 16 <= k; p += 16) {
-    __m512 av[R], bv[J];
+    __m512 av[R];
     if (kPrefetchA)  // the rows of A stream from memory: fetch ahead of the loads
       for (int r = 0; r < R; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + p + 256), _MM_HINT_T0);
     for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + p);
-    for (int j = 0; j < J; ++j) bv[j] = _mm512_loadu_ps(b + j * ldb + p);
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < J; ++j) acc[r][j] = _mm512_fmadd_ps(av[r], bv[j], acc[r][j]);
+    for (int j = 0; j < J; ++j) {  // one B vector live at a time: R x J + R + 1 registers
+      const __m512 bv = _mm512_loadu_ps(b + j * ldb + p);
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(av[r], bv, acc[r][j]);
+    }
   }
   if (p < k) {
     const __mmask16 m = __mmask16((1u << (k - p)) - 1);
@@ -117,18 +123,21 @@ __attribute__((target("avx512f,fma"))) void dot_rows(int64_t i0, int64_t i1, int
   for (int64_t p0 = k0; p0 < k1; p0 += kDotChunk) {
     const int64_t kc = std::min(kDotChunk, k1 - p0);
     const float bf = p0 == k0 ? beta : 1.0f;  // later chunks add to what the first wrote
-    for (int64_t i = i0; i < i1; i += 4) {
-      const int64_t rv = std::min<int64_t>(4, i1 - i);
+    for (int64_t i = i0; i < i1; i += kDotRows) {
+      const int64_t rv = std::min<int64_t>(kDotRows, i1 - i);
       for (int64_t j = 0; j < n; j += 4) {
         const int64_t jv = std::min<int64_t>(4, n - j);
-        float sums[16];
+        float sums[kDotRows * 4];
         const float* ai = a + i * lda + p0;
         const float* bj = b + j * ldb + p0;
-        if (rv == 4 && jv == 4) {
+        if (rv == kDotRows && jv == 4) {
           if (j == 0)  // the first column group brings the rows of A in
-            dot_tile<4, 4, true>(kc, ai, lda, bj, ldb, sums);
+            dot_tile<kDotRows, 4, true>(kc, ai, lda, bj, ldb, sums);
           else
-            dot_tile<4, 4>(kc, ai, lda, bj, ldb, sums);
+            dot_tile<kDotRows, 4>(kc, ai, lda, bj, ldb, sums);
+        } else if (jv == 4) {  // the last rows of the range, one at a time
+          for (int64_t r = 0; r < rv; ++r)
+            dot_tile<1, 4>(kc, ai + r * lda, lda, bj, ldb, &sums[r * 4]);
         } else {
           for (int64_t r = 0; r < rv; ++r)
             for (int64_t q = 0; q < jv; ++q)
@@ -160,11 +169,12 @@ __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, in
     // 2 threads bound to cores, Xeon family 6 model 207, GFLOP/s per group -> per thread:
     // 1024x16x500000 81-84 -> 125-128, 512x16x500000 83-87 -> 112-124, 1024x8x500000 66-72 ->
     // 74-84; against onednn/matmul (bench_gemm) 0.69 -> 1.05, 0.80 -> 0.96, 0.87 -> 1.02.
-    const int64_t groups = (m + 3) / 4;
+    const int64_t groups = (m + kDotRows - 1) / kDotRows;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
       const int t = omp_get_thread_num(), nth = omp_get_num_threads();
-      const int64_t i0 = groups * t / nth * 4, i1 = std::min(m, groups * (t + 1) / nth * 4);
+      const int64_t i0 = groups * t / nth * kDotRows,
+                    i1 = std::min(m, groups * (t + 1) / nth * kDotRows);
       if (i0 < i1) dot_rows(i0, i1, n, 0, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
     return;
