@@ -210,6 +210,7 @@ class ConvOclFft : public OclConv {
     FilterMap m;
     m.a = nf * static_cast<int64_t>(parts.size());
     m.sg = nf * per_f;
+    m.dense = true;  // the parts tile each frequency's block, the frequencies the group's
     for (int64_t k1 = 0; k1 < nh; ++k1)
       for (int64_t k2 = 0; k2 < w2; ++k2)
         for (const Part& p : parts) {

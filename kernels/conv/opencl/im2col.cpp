@@ -70,6 +70,7 @@ class ConvOclIm2col : public OclConv {
     wei_ = ocl::Buffer(static_cast<size_t>(d.wei_size()) * sizeof(float));
     FilterMap m = copy_map(ocg);  // W_g^T[(c kk + t) ocg + o] = w[o][c][t]
     m.sg = K * ocg;
+    m.dense = true;  // a transpose
     for (int64_t o = 0; o < ocg; ++o) m.ooff.push_back(o);
     for (int64_t c = 0; c < d.icg(); ++c) m.coff.push_back(c * kk * ocg);
     add_filter_map(m, wei_);

@@ -65,13 +65,14 @@ class OclConv : public DirConv {
 
   // A weight transform (filter_map.cl): each filter (gi, o, c) of wraw_, its kh * kw taps t,
   // gives `a` values out[gi * sg + ooff[o] + coff[c] + aoff[j]] = sum_t coef[j * taps + t] w[t]
-  // for j < a. `out` is zeroed first (positions no filter writes stay 0). It runs in weights(),
-  // never in run().
+  // for j < a. `out` is zeroed first (positions no filter writes stay 0) unless the map is
+  // dense. It runs in weights(), never in run().
   struct FilterMap {
     int64_t a = 0;
     std::vector<float> coef;                // a x taps
     std::vector<int64_t> aoff, ooff, coff;  // a, ocg, icg entries
     int64_t sg = 0;
+    bool dense = false;  // writes each element of `out` exactly once: no zeroing first
   };
   // The map that copies tap t to aoff[t] = t * tap_stride (a repack; flipped: t -> taps-1-t).
   FilterMap copy_map(int64_t tap_stride, bool flip = false) const;

@@ -57,6 +57,7 @@ class ConvOclWinograd : public OclConv {
     FilterMap m;
     m.a = kA2;
     m.sg = kA2 * ocg * icg;
+    m.dense = true;  // kA2 positions of ocg x icg filters
     for (int i = 0; i < kA; ++i)
       for (int j = 0; j < kA; ++j) {
         for (int t = 0; t < 9; ++t) {
