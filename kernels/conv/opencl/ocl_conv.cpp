@@ -169,7 +169,8 @@ void OclConv::add_filter_map(const FilterMap& m, ocl::Buffer& out) {
     throw RuntimeError(name() + ": a dense filter map must write every element of its output");
   // Neighbouring work-items along the index whose output offsets lie closer together.
   auto step = [](const std::vector<int64_t>& v) {
-    return v.size() > 1 ? (v[1] > v[0] ? v[1] - v[0] : v[0] - v[1]) : std::numeric_limits<int64_t>::max();
+    return v.size() > 1 ? (v[1] > v[0] ? v[1] - v[0] : v[0] - v[1])
+                        : std::numeric_limits<int64_t>::max();
   };
   const cl_int o_fast = step(m.ooff) < step(m.coff) ? 1 : 0;
   cl_program prog = program("conv/filter_map.cl", "");
@@ -177,8 +178,9 @@ void OclConv::add_filter_map(const FilterMap& m, ocl::Buffer& out) {
                       static_cast<size_t>(d_.g)};
   size_t local[3] = {64, 1, 1};
   add_step(prog, "filter_map", 3, global, local)
-      .set_args(wraw_, out, coef_mem, aoff, ooff, coff, static_cast<cl_int>(taps), static_cast<cl_int>(ocg), static_cast<cl_int>(icg),
-                static_cast<cl_long>(m.sg), o_fast);
+      .set_args(wraw_, out, coef_mem, aoff, ooff, coff, static_cast<cl_int>(taps),
+                static_cast<cl_int>(ocg), static_cast<cl_int>(icg), static_cast<cl_long>(m.sg),
+                o_fast);
   steps_.back()->weights = true;
 }
 
