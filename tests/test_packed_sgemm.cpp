@@ -91,14 +91,14 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
   check({false, false, bl.mr + 1, bl.nc + bl.nr + 1, 5, 1.0f, 1.0f});
 }
 
-// More columns than the in-place paths take (A in place up to 64, dot products up to 32), on one
+// More columns than the in-place paths take (A in place up to 128, dot products up to 32), on one
 // thread and on two: few rows read B in place (up to 6 A slivers per thread), many rows and one
 // sliver per thread pack it; every transpose, sums around KC.
 TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
   const int saved = omp_get_max_threads();
-  const int64_t n = 3 * bl.nr + 67;
+  const int64_t n = 3 * bl.nr + 131;
   for (int nt : {1, 2}) {
     omp_set_num_threads(nt);
     SCOPED_TRACE("threads " + std::to_string(nt));
@@ -109,6 +109,24 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
           for (int64_t k : {bl.kc - 1, 2 * bl.kc + 3}) check({ta, tb, m, n, k, 1.0f, 0.5f});
         check({ta, tb, 3 * bl.mc + 5, n, bl.kc + 1, 1.0f, 0.0f});
       }
+  }
+  omp_set_num_threads(saved);
+}
+
+// op(A) = A is read in place up to 64 columns, and up to 128 with at least 4 rows per column:
+// around both limits of columns and rows, partial A and B slivers, on one thread and on two.
+TEST(PackedSgemmSmoke, AInPlaceUpTo128Columns) {
+  const SgemmBlocking bl = sgemm_packed_blocking();
+  SCOPED_TRACE(sgemm_packed_config());
+  const int saved = omp_get_max_threads();
+  for (int nt : {1, 2}) {
+    omp_set_num_threads(nt);
+    SCOPED_TRACE("threads " + std::to_string(nt));
+    for (bool tb : {false, true})
+      for (int64_t n : {int64_t(65), int64_t(8 * bl.nr + 3), int64_t(128), int64_t(129)})
+        for (int64_t m : {4 * n - 1, 4 * n, 4 * n + bl.mr + 1})
+          check({false, tb, m, n, bl.kc + 1, 1.0f, 0.5f});
+    check({false, false, 512, 128, 2 * bl.kc + 3, 2.0f, 0.0f});
   }
   omp_set_num_threads(saved);
 }

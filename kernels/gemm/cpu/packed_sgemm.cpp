@@ -5,11 +5,11 @@
 // The micro-kernel keeps an MR x NR tile of C in registers: MR along the columns of C (vectors,
 // C is column-major) and NR broadcast values of B. A B sliver (KC x NR) stays in L1 while the
 // A slivers stream from L2; the A block (MC x KC) fits half of L2, the B panel (KC x NC) a part
-// of L3. With op(A) = A and N <= 64 (DeepBench's N = 16..64), full A slivers are read in place
-// instead, each sliver once for all the B slivers (ir outside jr): A is the large operand there
-// and packing it cost more than the few products it serves (1760x16x1760: 0.43 -> 0.25 ms).
-// There each thread also packs all of B (N <= 64 columns) into its own buffer and keeps its rows
-// over the whole sum (direct_block below), so the threads share nothing until the end.
+// of L3. With op(A) = A and N <= 64 (DeepBench's N = 16..64; 128 with M >= 4 N), full A slivers are
+// read in place instead, each sliver once for all the B slivers (ir outside jr): A is the large
+// operand there and packing it cost more than the few products it serves (1760x16x1760: 0.43 ->
+// 0.25 ms). There each thread also packs all of B (N <= 128 columns) into its own buffer and keeps
+// its rows over the whole sum (direct_block below), so the threads share nothing until the end.
 // With op(A) = A^T and N <= 32, each C element is a dot product (gemm_tn_dot). With few rows
 // (at most 6 slivers per thread), B is read in place instead of packed (b_in_place below).
 #include "kernels/gemm/cpu/packed_sgemm.h"
@@ -208,7 +208,8 @@ __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, in
 constexpr int64_t kDotMaxN = 32;  // up to here, A^T x B as dot products beats packing A
 #endif
 
-constexpr int64_t kDirectMaxN = 64;  // up to here, op(A) = A is read in place, not packed
+constexpr int64_t kDirectMaxN = 64;          // up to here, op(A) = A is read in place, not packed;
+constexpr int64_t kDirectMinRowsPerCol = 4;  // up to twice that with this many rows per column
 // Up to this many A slivers per thread, B is read in place, not packed (b_in_place).
 constexpr int64_t kInPlaceBMaxSlivers = 6;
 
@@ -401,9 +402,15 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   };
 
   // A not transposed and few B slivers: packing A would cost more than the product saves.
-  const bool direct_a = !ta && n <= kDirectMaxN;
+  // Up to 128 columns where A has at least 4 rows per column (DeepBench's N = 128, the fully
+  // connected layers at batch 128). Zen 5 family 26, 2 threads, ms packed A -> in place (each
+  // process both ways against oneDNN, medians of 3): 1760x128x1760 3.11 -> 2.27, 2560x128x2560
+  // 6.97 -> 4.61, 4096x128x4096 18.3 -> 12.6, 7680x128x2560 19.9 -> 13.9, 3072x128x1024 2.88 ->
+  // 2.28, AlexNet fc6 at batch 128 115 -> 82; 128x128x128 lost (0.018 -> 0.021), hence the rows.
+  const bool direct_a =
+      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
   const bool direct = direct_a && split_rows;  // the threads split the rows (direct_block)
-  const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 64)
+  const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 128)
   // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
   // sliver is read in place too (packing it each KC step took a tenth of 512x16x512). Alternating
   // runs (medians of 9), GFLOP/s packed -> in place: 512x16x512 238-258 -> 279-288, with B^T
@@ -442,7 +449,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     static thread_local std::vector<float> b_own;
     float* bp_own = nullptr;
     if (direct) errors.run([&] { bp_own = scratch(b_own, size_t(kc_max) * n_jd * nr, true); });
-    // A in place, B (at most 64 columns) packed by each thread into its own buffer: nothing is
+    // A in place, B (at most 128 columns) packed by each thread into its own buffer: nothing is
     // shared, so no barrier until the end. Each thread keeps its rows over the whole sum; one
     // block per thread is that thread's at every call (its rows stay in its caches when a
     // caller repeats a product), more are shared out dynamically. The B panel packed once and

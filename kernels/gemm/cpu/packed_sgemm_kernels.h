@@ -194,6 +194,15 @@ template <int V, int NB, class B>
 __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const float* a, int64_t as,
                                                           B b, float* c, int64_t ldc, float alpha,
                                                           float beta, int mv, int nv) {
+  // The sum's loop needs all 16 ymm registers (12 accumulators, 3 A vectors, a broadcast), and
+  // GCC found two ways to run it at half the AVX2 peak (Zen 5 family 26, one core, data in L1,
+  // GFLOP/s; the 48 x 8 AVX-512 tile: 205-216): without -march=native it kept alpha (its
+  // argument register) in one across the loop and an accumulator on the stack, a store-load
+  // chain on every step (52 -> 104); with it, it folded each A vector into its 4 FMAs as a
+  // memory operand, 12 loads a step instead of 3 (57 -> 104). alpha goes through memory, and
+  // the A vectors are pinned to registers (below).
+  float alpha_m = alpha;
+  asm volatile("" : "+m"(alpha_m));
   __m256 acc[NB][V];
 #pragma GCC unroll 4
   for (int j = 0; j < NB; ++j)
@@ -207,7 +216,10 @@ __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const floa
     const float* ap = a + p * as;
     __m256 av[V];
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) av[v] = _mm256_loadu_ps(ap + 8 * v);
+    for (int v = 0; v < V; ++v) {
+      av[v] = _mm256_loadu_ps(ap + 8 * v);
+      asm("" : "+x"(av[v]));  // in a register, not folded into the FMAs (see above)
+    }
     if (as > kMr256) {  // A in place: the next sliver's rows, as in tile_avx512
       _mm_prefetch(reinterpret_cast<const char*>(ap + kMr256), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(ap + 2 * kMr256 - 1), _MM_HINT_T0);
@@ -219,7 +231,7 @@ __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const floa
       for (int v = 0; v < V; ++v) acc[j][v] = _mm256_fmadd_ps(av[v], bj, acc[j][v]);
     }
   }
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const __m256 va = _mm256_set1_ps(alpha_m), vb = _mm256_set1_ps(beta);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   // Unrolled with constant indices: a runtime index would keep acc in memory, and GCC then
   // stores every accumulator on every step of the sum.
