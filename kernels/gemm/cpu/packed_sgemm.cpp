@@ -247,6 +247,17 @@ void transpose_copy(const float* src, int64_t ss, int rows, int64_t cols, float*
   if (avx2) {
     for (; r + 8 <= rows; r += 8) {
       int64_t p = 0;
+      // Two blocks per cache line of the rows, each line of the next 8 rows fetched meanwhile
+      // (past the last rows: the next sliver's, which the next call copies; a prefetch never
+      // faults). The 8 rows in flight are 8 streams a column stride apart, which the hardware
+      // prefetchers fetched late. Zen 5 family 26, 2 threads, 4096x64x4096 with A^T (the A
+      // pack was a third of the time), alternating runs, ms: 9.82-9.91 -> 8.69-8.89.
+      for (; p + 16 <= cols; p += 16) {
+        for (int i = 8; i < 16; ++i)
+          _mm_prefetch(reinterpret_cast<const char*>(src + (r + i) * ss + p), _MM_HINT_T0);
+        transpose8x8(src + r * ss + p, ss, dst + p * ds + r, ds);
+        transpose8x8(src + r * ss + p + 8, ss, dst + (p + 8) * ds + r, ds);
+      }
       for (; p + 8 <= cols; p += 8) transpose8x8(src + r * ss + p, ss, dst + p * ds + r, ds);
       for (; p < cols; ++p)
         for (int i = r; i < r + 8; ++i) dst[p * ds + i] = src[i * ss + p];
