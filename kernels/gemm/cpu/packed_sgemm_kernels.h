@@ -101,8 +101,7 @@ __attribute__((target("avx512f,fma"))) inline void tile_avx512(int64_t kc, const
   // Zen 5 family 26, 2 threads, GFLOP/s without -> with its prefetch, alternating processes:
   // 1000x16x4096 182-191 -> 204-218, 1000x64x4096 238-240 -> 251-252, 1000x128x4096 253 ->
   // 262-264; on aligned columns (M = 1008) the extra prefetch cost 2-12%, hence only there.
-  const bool straddles =
-      as > kMr512 && ((reinterpret_cast<uintptr_t>(a) | static_cast<uintptr_t>(as) * 4) & 63);
+  const bool straddles = (reinterpret_cast<uintptr_t>(a) | static_cast<uintptr_t>(as) * 4) & 63;
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
     const float* ap = a + p * as;
