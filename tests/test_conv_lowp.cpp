@@ -104,6 +104,14 @@ TEST(ConvLowpSmoke, Im2colGemmBlockEdges) {
   for (int64_t hw : around(48)) descs.push_back("mb1ic8ih1iw" + std::to_string(hw) + "oc9kh1");
   for (int64_t hw : around(96)) descs.push_back("mb1ic8ih3iw" + std::to_string(hw + 2) + "oc9kh3");
   descs.push_back("mb4ic8ih5oc50kh3");
+  // bf16 1x1 layers of at least 128 pixels have the pixels as rows too, one GEMM per image of a
+  // chunk of several (in place at stride 1, from the column copy at stride 2); below 128 the
+  // channels stay rows, and the transpose to NCHW moves 16 x 16 blocks: output channels around
+  // 16 and 32, 49 pixels (3 blocks and one row).
+  for (int64_t hw : {127, 128, 129}) descs.push_back("mb3ic8ih1iw" + std::to_string(hw) + "oc9kh1");
+  descs.push_back("mb3ic8ih24oc9kh1sh2");
+  for (int64_t oc : {15, 16, 17, 31, 32, 33})
+    descs.push_back("mb3ic8ih7oc" + std::to_string(oc) + "kh1");
   PB_RUN_OR_SKIP("cpu/im2col", descs, {"bf16", "bf16:bf16", "u8s8", "u8s8:s8"});
   // bf16's backward on the same GEMM: bwd_d (pixels as rows, ocg as the sum), bwd_w (the sum
   // over pixels: around the 1024 k block with 32 x 32 images).

@@ -189,9 +189,10 @@ class BwdWeights : ChunkedBuffers {
 // (im2col_lowp.cpp): per (chunk, group) the typed column buffer (u8 padding at the source's zero
 // point), C = W_g x col with the output channels as the GEMM's rows (the weights are A, with
 // their per-channel scales; the source is B, with its zero point), written pixel-major in the
-// output type, then transposed to NCHW. bf16 with one image per chunk (large images) has the
-// pixels as the GEMM's rows instead, C = col^T x W_g^T, which is the NCHW output itself: no
-// transpose (ResNet-50's 1x1 64->256 at 56x56 ran 1.86x faster so on a Zen 5).
+// output type, then transposed to NCHW. bf16 with one image per chunk (large images), and on
+// 1x1 layers of at least 128 pixels, has the pixels as the GEMM's rows instead, one GEMM per
+// image, C = col_i^T x W_g^T, which is the NCHW output itself: no transpose (ResNet-50's 1x1
+// 64->256 at 56x56 ran 1.86x faster so on a Zen 5).
 class LowpFwd {
  public:
   void prepare(const ConvDesc& d);
@@ -205,7 +206,9 @@ class LowpFwd {
              void* col, void* tmp, bool par) const;
   ConvDesc d_;
   Chunking c_;
-  bool pixel_rows_ = false;              // bf16 with one image per chunk: NCHW written in place
+  // bf16 with the pixels as the GEMM's rows, one GEMM per image, NCHW written in place (see
+  // prepare); col_copy_: the column matrix is copied (else each image is read in place).
+  bool pixel_rows_ = false, col_copy_ = true;
   int64_t col_slot_ = 0, tmp_slot_ = 0;  // bytes per thread slot
   std::vector<uint8_t> col_, tmp_;
 };

@@ -1,12 +1,13 @@
 // cpu/im2col in a reduced type (im2col_cols.h): the forward (LowpFwd: the column copy of the typed
 // source, cpu/packed's reduced-precision GEMM (kernels/gemm/cpu/packed_lowp.h) with the output
-// channels as rows, and a tiled transpose of its pixel-major result to NCHW; or, bf16 with one
-// image per GEMM, the pixels as rows and NCHW written in place) and bf16's backward
-// (LowpBwdData, LowpBwdWeights: the same GEMM, fp32 results).
+// channels as rows, and a tiled transpose of its pixel-major result to NCHW; or, bf16 on large
+// images and 1x1 layers, one GEMM per image with the pixels as rows and NCHW written in place)
+// and bf16's backward (LowpBwdData, LowpBwdWeights: the same GEMM, fp32 results).
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/conv/cpu/im2col_cols.h"
+#include "kernels/conv/cpu/winograd_layout.h"
 #include "kernels/gemm/cpu/packed_lowp.h"
 
 namespace pb::im2col {
@@ -14,16 +15,27 @@ namespace pb::im2col {
 namespace {
 
 // dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols, elements of `bytes` bytes (1, 2, 4);
-// OpenMP over tiles of 32 x 32 when `par`.
+// OpenMP over tiles of 32 x 32 (16 x 16 for 4 bytes) when `par`. Whole tiles of 4-byte
+// elements go through registers (wino::transpose16), reading each source line once: element by
+// element, a tile's source rows (ss = ocg elements apart, 8 KB for 2048 fp32 channels) all fell
+// in one L1 set and evicted each other; ResNet-50's 1x1 512 -> 2048 at 7x7 (bf16, batch 16)
+// spent 1.2 of its 4.2 ms there.
 template <class T>
 void transpose_tiles(const T* src, int64_t ss, int64_t rows, int64_t cols, T* dst, int64_t ds,
                      bool par) {
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTile = sizeof(T) == 4 ? 16 : 32;
   const int64_t tr = (rows + kTile - 1) / kTile, tc = (cols + kTile - 1) / kTile;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
   for (int64_t bc = 0; bc < tc; ++bc)
     for (int64_t br = 0; br < tr; ++br) {
       const int64_t r1 = std::min(rows, (br + 1) * kTile), c1 = std::min(cols, (bc + 1) * kTile);
+      if constexpr (sizeof(T) == 4) {
+        if (r1 - br * kTile == kTile && c1 - bc * kTile == kTile) {
+          wino::transpose16(reinterpret_cast<const float*>(src + br * kTile * ss + bc * kTile), ss,
+                            reinterpret_cast<float*>(dst + bc * kTile * ds + br * kTile), ds);
+          continue;
+        }
+      }
       for (int64_t c = bc * kTile; c < c1; ++c)
         for (int64_t r = br * kTile; r < r1; ++r) dst[c * ds + r] = src[r * ss + c];
     }
@@ -49,8 +61,15 @@ void LowpFwd::prepare(const ConvDesc& d) {
   c_ = plan_chunks(d);
   const int64_t k = d.icg() * d.kh * d.kw, ncol = c_.nb * d.oh * d.ow;
   const int64_t copies = c_.per_thread ? c_.threads : 1;
-  col_slot_ = c_.no_copy ? 0 : static_cast<int64_t>(k * ncol * d.dt.in_bytes());
-  pixel_rows_ = !d.dt.integer() && c_.nb == 1;
+  // bf16 puts the pixels on the GEMM's rows, one image per GEMM, and writes NCHW in place, with
+  // no transpose: for one image per chunk (large images), and for 1x1 layers of at least 128
+  // pixels. 14x14 (batch 16, 2 threads): 256 -> 1024 4.4 -> 3.0 ms, 1024 -> 256 3.5 -> 3.1; at
+  // 7x7 (49 rows: a 48-row tile and a 1-row one) 3.4 -> 4.0 ms, so the channels stay rows there.
+  // Larger kernels keep the chunk's single GEMM: per image, the weights are packed again for
+  // every image (3x3 256 at 14x14 10.7 -> 13.4 ms). A 1x1 stride-1 layer's image is col^T itself.
+  pixel_rows_ = !d.dt.integer() && (c_.nb == 1 || (d.kh * d.kw == 1 && d.oh * d.ow >= 128));
+  col_copy_ = !(c_.no_copy || (pixel_rows_ && pointwise(d)));
+  col_slot_ = col_copy_ ? static_cast<int64_t>(k * ncol * d.dt.in_bytes()) : 0;
   tmp_slot_ = pixel_rows_ ? 0 : static_cast<int64_t>(d.ocg() * ncol * d.dt.out_bytes());
   // 64 bytes between slots, so that two threads never share a cache line.
   col_slot_ = (col_slot_ + 63) / 64 * 64, tmp_slot_ = (tmp_slot_ + 63) / 64 * 64;
@@ -79,8 +98,8 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
   for (int64_t gi = 0; gi < d.g; ++gi) {
     const uint8_t* img = s + (n0 * d.ic + gi * d.icg()) * ihw * in_size;
     const uint8_t* w = static_cast<const uint8_t*>(wei) + gi * d.ocg() * k * in_size;
-    // The column matrix, [k][ncol]: the typed copy, or (no_copy) each image itself.
-    if (!c_.no_copy) {
+    // The column matrix, [k][ncol]: the typed copy, or (!col_copy_) each image itself.
+    if (col_copy_) {
       if (quant)
         im2col(d, img, nb, ncol, static_cast<uint8_t*>(col), par, static_cast<uint8_t>(q.src_zero));
       else
@@ -92,14 +111,20 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
     g.k = k;
     g.alpha = 1, g.beta = 0;
     if (pixel_rows_) {
-      // bf16, one image per GEMM: C (ohw x ocg, column-major) = col^T (ohw x k) x W_g^T (k x ocg)
-      // is the output's NCHW planes, written in place; col ([k][ohw]) is col^T column-major, A
-      // with lda = ohw.
+      // bf16, one GEMM per image: C (ohw x ocg, column-major) = col_i^T (ohw x k) x W_g^T (k x
+      // ocg) is the image's NCHW planes, written in place; col ([k][ncol]) holds col_i^T
+      // column-major from column i * ohw on (lda = ncol), and an uncopied image is its own
+      // (lda = ohw).
       g.m = ohw, g.n = d.ocg();
-      g.a = c_.no_copy ? img : col, g.lda = ohw;
       g.b = w, g.ldb = k;
-      g.c = o + (n0 * d.oc + gi * d.ocg()) * ohw * out_size, g.ldc = ohw;
-      gemm_packed_lowp(g);
+      for (int64_t i = 0; i < nb; ++i) {
+        if (col_copy_)
+          g.a = static_cast<const uint8_t*>(col) + i * ohw * in_size, g.lda = ncol;
+        else
+          g.a = img + i * d.ic * ihw * in_size, g.lda = ohw;
+        g.c = o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size, g.ldc = ohw;
+        gemm_packed_lowp(g);
+      }
       continue;
     }
     g.ta = g.tb = true;  // A: the weights (ocg x k, rows contiguous); B: col (k x ncol)
