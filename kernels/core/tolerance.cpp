@@ -58,17 +58,22 @@ const std::vector<Row> kTable = {
      "exact value; arbitrary data: fp32 accumulation ~sqrt(K)*eps (K as in the conv row), and a "
      "bf16 output one ulp (2^-8 relative) on the elements within that error of a rounding "
      "boundary: 4e-3 normwise"},
-    // Winograd in bf16: the inputs widened to fp32, then the fp32 engine. A bf16 output rounds
-    // its result: integer data put many exact sums on ties between two bf16 neighbours (odd
-    // integers from 257 to 511, ...), and the engine's error decides them, so up to every
-    // element may land one bf16 ulp away, at most 2^-7 relative (just above a power of two):
-    // 8e-3 bounds that worst case.
+    // Winograd in bf16 (kernels/conv/cpu/winograd.cpp): F(4x4) runs the fp32 engine on the
+    // widened inputs; F(2x2) rounds its transformed operands to bf16 for vdpbf16ps (or runs the
+    // fp32 engine where the CPU has none). A bf16 output rounds the result: integer data put many
+    // exact sums on ties between two bf16 neighbours (odd integers from 257 to 511, ...), and
+    // an engine's error decides them, so up to every element may land one bf16 ulp away, at
+    // most 2^-7 relative (just above a power of two): 8e-3 bounds that worst case.
     {"conv:bf16", "cpu/winograd_f2", 8e-3, 8e-3,
-     "bf16 inputs widened to fp32, then the fp32 F(2x2,3x3) engine, whose error is the fp32 one "
-     "(row conv cpu/winograd_f2: integer data exact while sums stay below 2^22, measured 0 here; "
-     "reals ~sqrt(icg)*eps). A bf16 output rounds that result; an element within the engine's "
-     "error of a rounding boundary lands one bf16 ulp away (<= 2^-7 relative): 8e-3 normwise "
-     "in the worst case"},
+     "F(2x2,3x3) on bf16 dot products: the transforms (0, +-1, +-1/2) keep integer data exact, "
+     "V = B^T d B integers up to 4x the fill range and U = G w G^T quarter-integers up to 2.25x, "
+     "exact in bf16 (8 bits) for ranges up to 28, so sums are exact and a bf16 output rounds as "
+     "the reference does (measured 0 on the conformance data, fwd and bwd_d); on reals the bf16 "
+     "rounding of V and U adds about the inputs' own: 3.8e-3..4.0e-3 normwise at icg 16-512 "
+     "(fp64 model of the engine, uniform [-1, 1] bf16 data). Without AVX512_BF16, the fp32 "
+     "engine (row conv cpu/winograd_f2: exact on integers below 2^22), whose error can decide "
+     "the ties of a bf16 output: one bf16 ulp (<= 2^-7 relative) on such elements. 8e-3 covers "
+     "both"},
     {"conv:bf16", "cpu/winograd_f4", 8e-3, 8e-3,
      "bf16 inputs widened to fp32, then the fp32 F(4x4,3x3) engine: its error grows as the fp32 "
      "one, like sqrt(icg) (measured 6e-7 at icg 3-16, 1.3e-6 at icg 64; 3.3e-6 at 512 in fp32, "

@@ -2,8 +2,17 @@
 // 16 channels per vector; bwd_d on flipped filters, bwd_w in winograd_bwd_weights.cpp. Per thread,
 // chunks of tile rows: source rows -> interleaved -> input transform -> alpha^2 GEMMs -> output.
 // bf16 (fwd, bwd_d): the source rows are widened to fp32 as they are interleaved and the filters
-// (rounded to bf16) transformed in fp32, so the engine runs the fp32 transforms and GEMMs on
-// bf16 data, at half the bytes read; a bf16 output is rounded as it is written.
+// (rounded to bf16) transformed in fp64; the output transform is fp32, and a bf16 output is
+// rounded as it is written. F(2x2,3x3) rounds both transformed operands to bf16 and runs the
+// per-position GEMMs on bf16 dot products (vdpbf16ps) with fp32 sums, at twice the fp32 multiply
+// rate: its transforms (0, +-1, +-1/2) keep integer data exact in bf16, and on reals the rounding
+// adds about the bf16 inputs' own (tolerance row conv:bf16 cpu/winograd_f2). F(4x4,3x3) keeps
+// fp32 GEMMs on the fp32 transforms: in bf16 its transformed operands (B^T entries up to 5, G's
+// 1/6, 1/12, 1/24) were off by 1.3-1.7% normwise on integer data, single outputs by 10 at 80,
+// and ResNet-50's top-1 agreement with fp32 fell from 14/16 to 13/16 (logit error 0.103 ->
+// 0.157), for 1.5-1.9x on its 3x3 layers; F(2x2) in bf16 is at least as fast as F(4x4) in fp32
+// from 256 channels on. Where the CPU has no AVX512_BF16 (or PRIMBENCH_SIMD holds it to AVX2),
+// F(2x2) too runs the fp32 GEMMs.
 #include <omp.h>
 
 #include <algorithm>
@@ -16,6 +25,7 @@
 #include "kernels/conv/cpu/winograd_layout.h"
 #include "kernels/conv/cpu/winograd_transforms.h"
 #include "kernels/core/error.h"
+#include "kernels/gemm/cpu/packed_lowp.h"
 
 namespace pb {
 
@@ -75,6 +85,8 @@ class WinogradConv final : public HostConv {
     in_ = typed() ? (bwd ? diff_dst_typed() : src_typed())
                   : static_cast<const void*>(bwd ? diff_dst_->data() : src_->data());
     const ConvDesc& d = e_;
+    dot_ = M == 2 && typed() && gemm_packed_lowp_unsupported(d.dt).empty();
+    icp_ = (d.icg() + 1) / 2;
     th_ = (d.oh + M - 1) / M;
     tw_ = (d.ow + M - 1) / M;
     wp_ = tw_ * M + 2;
@@ -96,7 +108,8 @@ class WinogradConv final : public HostConv {
     // At least 3 chunks per thread, so that a thread slowed down by others is helped out.
     rc_ = std::min(rc_, std::max<int64_t>(1, rows / (3 * nthreads_)));
     tc_ = round_up(rc_ * tw_, kRows);
-    u_ = Tensor({d.g * F * op_ * d.icg() * kCols});
+    u_ = dot_ ? Tensor() : Tensor({d.g * F * op_ * d.icg() * kCols});
+    ub_.assign(dot_ ? static_cast<size_t>(d.g * F * op_ * icp_ * 2 * kCols) : 0, 0);
     s_.clear();
     v_.clear();
     m_.clear();
@@ -106,7 +119,8 @@ class WinogradConv final : public HostConv {
       y_.emplace_back(Dims{d.ocg() * M * d.ow});
       v_.emplace_back(Dims{F * tc_ * vs_});
       m_.emplace_back(Dims{F * tc_ * ms_});
-      v_.back().fill(0);  // rows past the last tile are multiplied, never stored
+      // Rows past the last tile are multiplied, never stored (bf16: V's first half, as uint16_t).
+      v_.back().fill(0);
     }
   }
 
@@ -135,26 +149,61 @@ class WinogradConv final : public HostConv {
     }
   }
 
+  // bf16: 1 where the GEMMs ran on bf16 dot products, 0 where on fp32 (see the top).
+  std::vector<std::pair<std::string, double>> extra_counters() const override {
+    if (!typed() || dir_ == Dir::bwd_w) return {};
+    return {{"bf16_dot_products", dot_ ? 1.0 : 0.0}};
+  }
+
   size_t workspace_bytes() const override {
     if (dir_ == Dir::bwd_w) return bwd_w_.workspace_bytes();
-    size_t b = u_.bytes();
+    size_t b = u_.bytes() + ub_.size() * sizeof(uint16_t);
     for (const auto* w : {&s_, &v_, &m_, &y_})
       for (const auto& t : *w) b += t.bytes();
     return b;
   }
 
  private:
+  // U per (group, position, panel of kCols output channels): fp32 [icg][kCols], or bf16
+  // [icp_][kCols][2] (channel pairs; an odd count's last pair ends in a zero).
   void transform_filters(const Tensor& wei) {
     u_.fill(0);
+    std::fill(ub_.begin(), ub_.end(), uint16_t(0));
     const int64_t icg = e_.icg(), ocg = e_.ocg();
     float u[F];
     for (int64_t g = 0; g < e_.g; ++g)
       for (int64_t o = 0; o < ocg; ++o)
         for (int64_t c = 0; c < icg; ++c) {
           wino::filter_transform<M>(wei.data() + ((g * ocg + o) * icg + c) * 9, u);
-          for (int p = 0; p < F; ++p)
-            u_[(((g * F + p) * op_ + o / kCols) * icg + c) * kCols + o % kCols] = u[p];
+          for (int p = 0; p < F; ++p) {
+            const int64_t panel = (g * F + p) * op_ + o / kCols;
+            if (dot_)
+              ub_[((panel * icp_ + c / 2) * kCols + o % kCols) * 2 + c % 2] = to_bf16(u[p]);
+            else
+              u_[(panel * icg + c) * kCols + o % kCols] = u[p];
+          }
         }
+  }
+
+  // C rows b * kRows.. of position p, panel ob, of the chunk (V at v, C at mb); the last block of
+  // a group fetches the next panel in memory order (usually the next one used).
+  void gemm(int64_t g, int64_t p, int64_t ob, int64_t b, bool last, const float* v,
+            float* mb) const {
+    float* c = mb + (p * tc_ + b * kRows) * ms_ + ob * kCols;
+#if defined(__x86_64__)
+    if (dot_) {
+      const int64_t panel = icp_ * 2 * kCols;
+      const uint16_t* u = ub_.data() + ((g * F + p) * op_ + ob) * panel;
+      const uint16_t* vb = reinterpret_cast<const uint16_t*>(v) + (p * tc_ + b * kRows) * vs_;
+      if (last) return wino::gemm_block_bf16<true>(vb, vs_, u, c, ms_, icp_, u + panel);
+      return wino::gemm_block_bf16(vb, vs_, u, c, ms_, icp_);
+    }
+#endif
+    const int64_t icg = e_.icg();
+    const float* u = u_.data() + ((g * F + p) * op_ + ob) * icg * kCols;
+    const float* vf = v + (p * tc_ + b * kRows) * vs_;
+    if (last) return wino::gemm_block<true>(vf, vs_, u, c, ms_, icg, u + icg * kCols);
+    wino::gemm_block(vf, vs_, u, c, ms_, icg);
   }
 
   // The alpha source rows under tile row ty of image n, group g -> s (see wino::copy_rows). prev:
@@ -172,15 +221,21 @@ class WinogradConv final : public HostConv {
   // (V[p][t][ic]), mb (M[p][t][oc]) and y (one tile row of output, [oc][M rows][ow]).
   void chunk(int64_t g, int64_t c, float* s, float* v, float* mb, float* y) {
     const int64_t r0 = c * rc_, nr = std::min(rc_, e_.mb * th_ - r0), nt = nr * tw_;
-    const int64_t icg = e_.icg(), rows = cb_ * A * wp_ * kLanes;
+    const int64_t rows = cb_ * A * wp_ * kLanes;
     for (int64_t k = 0; k < nr; ++k) {
       float* sk = s + k * rows;
       const int64_t ty = (r0 + k) % th_;
       copy_rows((r0 + k) / th_, g, ty, k > 0 && ty > 0 ? sk - rows : nullptr, sk);
       for (int64_t x = 0; x < tw_; ++x)
-        for (int64_t cb = 0; cb < cb_; ++cb)
-          wino::input_transform<M>(sk + cb * A * wp_ * kLanes + x * M * kLanes, wp_ * kLanes,
-                                   kLanes, v + (k * tw_ + x) * vs_ + cb * kLanes, tc_ * vs_);
+        for (int64_t cb = 0; cb < cb_; ++cb) {
+          const float* d = sk + cb * A * wp_ * kLanes + x * M * kLanes;
+          const int64_t at = (k * tw_ + x) * vs_ + cb * kLanes;
+          if (dot_)
+            wino::input_transform<M>(d, wp_ * kLanes, kLanes, reinterpret_cast<uint16_t*>(v) + at,
+                                     tc_ * vs_);
+          else
+            wino::input_transform<M>(d, wp_ * kLanes, kLanes, v + at, tc_ * vs_);
+        }
     }
     // Per position: groups of tiles whose V rows stay in L2 while every filter panel passes.
     const int64_t blocks = (nt + kRows - 1) / kRows;
@@ -188,15 +243,8 @@ class WinogradConv final : public HostConv {
     for (int64_t p = 0; p < F; ++p)
       for (int64_t b0 = 0; b0 < blocks; b0 += group)
         for (int64_t ob = 0; ob < op_; ++ob) {
-          const float* u = u_.data() + ((g * F + p) * op_ + ob) * icg * kCols;
           const int64_t b1 = std::min(blocks, b0 + group);
-          for (int64_t b = b0; b < b1 - 1; ++b)
-            wino::gemm_block(v + (p * tc_ + b * kRows) * vs_, vs_, u,
-                             mb + (p * tc_ + b * kRows) * ms_ + ob * kCols, ms_, icg);
-          // The last block fetches the next panel in memory order (usually the next one used).
-          wino::gemm_block<true>(v + (p * tc_ + (b1 - 1) * kRows) * vs_, vs_, u,
-                                 mb + (p * tc_ + (b1 - 1) * kRows) * ms_ + ob * kCols, ms_, icg,
-                                 u + icg * kCols);
+          for (int64_t b = b0; b < b1; ++b) gemm(g, p, ob, b, b == b1 - 1, v, mb);
         }
     const int64_t ocg = e_.ocg(), oh = e_.oh, ow = e_.ow;
     for (int64_t k = 0; k < nr; ++k) {
@@ -246,7 +294,10 @@ class WinogradConv final : public HostConv {
   int64_t th_ = 0, tw_ = 0, wp_ = 0, cb_ = 0, op_ = 0, vs_ = 0, ms_ = 0;
   int64_t rc_ = 0, tc_ = 0;  // tile rows per chunk; tiles per chunk, rounded up to kRows
   int nthreads_ = 1;
+  bool dot_ = false;  // F(2x2) in bf16: V and U in bf16 (ub_), channel pairs icp_
+  int64_t icp_ = 0;
   Tensor u_;
+  std::vector<uint16_t> ub_;
   // Per thread: source rows, transformed inputs, GEMM products, one tile row of output.
   std::vector<Tensor> s_, v_, m_, y_;
   wino::BwdWeights<M> bwd_w_;

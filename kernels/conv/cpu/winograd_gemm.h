@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -54,6 +54,42 @@ inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int
     for (int j = 0; j < kCols; ++j) c[r * cs + j] = acc[r][j];
 #endif
 }
+
+#if defined(__x86_64__)
+// gemm_block in bf16 with fp32 sums (vdpbf16ps, AVX512_BF16: two products per fp32 lane and
+// instruction): c[r * cs + 0..kCols) = sum_i v[r * vs + i] * u[i][0..kCols) over k2 pairs of
+// channels; v holds each tile's channels as bf16, so a pair is one 32-bit word, and u the panel
+// as [k2][kCols][2] (the pair of each column adjacent). The caller checks the CPU.
+template <bool kPrefetch = false>
+__attribute__((target("avx512f,avx512bf16"))) inline void gemm_block_bf16(
+    const uint16_t* v, int64_t vs, const uint16_t* u, float* c, int64_t cs, int64_t k2,
+    const uint16_t* pf = nullptr) {
+  __m512 acc[kRows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k2; ++i) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(u + i * 2 * kCols),
+                   b1 = (__m512bh)_mm512_loadu_si512(u + i * 2 * kCols + kCols);
+    if (kPrefetch) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf + i * 2 * kCols), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(pf + i * 2 * kCols + kCols), _MM_HINT_T1);
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < kRows; ++r) {
+      uint32_t pair;
+      __builtin_memcpy(&pair, v + r * vs + 2 * i, sizeof pair);
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_store_ps(c + r * cs, acc[r][0]);
+    _mm512_store_ps(c + r * cs + 16, acc[r][1]);
+  }
+}
+#endif
 
 // c[r * cs + 0..kCols) (+)= sum_t w[t * ws + r] * v[t * vs + 0..kCols), r < kRows, t < k: the
 // sum over k tiles of bwd_w, both operands as the transforms wrote them (channels contiguous per

@@ -54,6 +54,18 @@ inline Vec vload(const float* p) {
 inline void vstore(float* p, Vec v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
+// The kLanes values rounded to bf16 (to nearest even, NaN kept quiet: to_bf16 in dtype.h, lane
+// by lane in integer vectors).
+inline void vstore(uint16_t* p, Vec v) {
+  typedef uint32_t UVec __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  typedef uint16_t HVec __attribute__((vector_size(kLanes * sizeof(uint16_t))));
+  UVec u;
+  __builtin_memcpy(&u, &v, sizeof u);
+  const UVec rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16, quiet_nan = (u >> 16) | 0x40u;
+  const UVec nan = (UVec)((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones where NaN
+  const HVec h = __builtin_convertvector((quiet_nan & nan) | (rounded & ~nan), HVec);
+  __builtin_memcpy(p, &h, sizeof h);
+}
 
 // The 1-D transforms of the tables with their common subexpressions shared (about half the
 // operations of a plain matrix product): in: r = B^T d (alpha -> alpha), out: y = A^T m
@@ -112,12 +124,11 @@ struct Kernel1d<4> {
 };
 
 // The 2-D form of a 1-D transform K (n -> p values of kLanes lanes, Fn): an n x n tile X (row i,
-// column j at d + i * rs + j * cs) -> K X K^T, entry (q, k) at v + (q * P + k) * os. Rows first,
-// then columns.
-template <int N, int P, void (*Fn)(const Vec*, Vec*)>
+// column j at d + i * rs + j * cs) -> K X K^T, entry (q, k) at v + (q * P + k) * os (fp32, or
+// rounded to bf16 for T = uint16_t). Rows first, then columns.
+template <int N, int P, void (*Fn)(const Vec*, Vec*), class T = float>
 __attribute__((always_inline)) inline void transform2d(const float* __restrict d, int64_t rs,
-                                                       int64_t cs, float* __restrict v,
-                                                       int64_t os) {
+                                                       int64_t cs, T* __restrict v, int64_t os) {
   Vec t[P][N];  // t[k][i] = (X K^T)[i][k]
 #pragma GCC unroll 8
   for (int i = 0; i < N; ++i) {
@@ -139,10 +150,10 @@ __attribute__((always_inline)) inline void transform2d(const float* __restrict d
 
 // Input tile (alpha x alpha values of kLanes lanes; row i, column j at d + i * rs + j * cs) ->
 // B^T d B, entry p = i * alpha + j at v + p * os.
-template <int M>
-inline void input_transform(const float* d, int64_t rs, int64_t cs, float* v, int64_t os) {
+template <int M, class T = float>
+inline void input_transform(const float* d, int64_t rs, int64_t cs, T* v, int64_t os) {
   constexpr int A = Tables<M>::alpha;
-  transform2d<A, A, Kernel1d<M>::in>(d, rs, cs, v, os);
+  transform2d<A, A, Kernel1d<M>::in, T>(d, rs, cs, v, os);
 }
 template <int M>
 inline void input_transform(const float* d, float* v) {
