@@ -3,7 +3,8 @@
 // above the tile widths it picks, output channels around its 16/32-channel vectors, input channels
 // around its groups of 2 (bf16) and 4 (u8s8) per dot product), cpu/im2col on the packed GEMM (rows
 // around the 48-row micro-tile, columns around the 8-column one, sums around the 1024 (bf16) and
-// 2048 (u8s8) k blocks) and the Winograd tiles in bf16 (widths around the 2 and 4 output tiles).
+// 2048 (u8s8) k blocks; its stride-2 row copies, fp32 too) and the Winograd tiles in bf16 (widths
+// around the 2 and 4 output tiles).
 // Each runs twice: the second run must give the same outputs. Skipped, with the reason, where this
 // CPU cannot run a type.
 #include <gtest/gtest.h>
@@ -122,6 +123,18 @@ TEST(ConvLowpSmoke, Im2colGemmBlockEdges) {
     if (check_all("cpu/im2col", bwd, {"bf16", "bf16:bf16"}, &why_not, dir) == 0)
       GTEST_SKIP() << why_not;
   }
+}
+
+TEST(ConvLowpSmoke, Im2colStride2RowCopies) {
+  // cpu/im2col's stride-2 row copies (AVX-512: 16 fp32, 32 bf16 or 32 u8 per step, the rest
+  // under masks): output widths around those steps, 1x1 (each row's last even column the last
+  // of the image) and 3x3 padded.
+  std::vector<std::string> descs;
+  for (int64_t ow : {1, 15, 16, 17, 31, 32, 33, 64, 65}) {
+    descs.push_back("mb1ic2ih3iw" + std::to_string(2 * ow - 1) + "oc5kh1sh2");
+    descs.push_back("mb1ic2ih5iw" + std::to_string(2 * ow) + "oc5kh3sh2ph1");
+  }
+  PB_RUN_OR_SKIP("cpu/im2col", descs, {"f32", "bf16", "u8s8"});
 }
 
 TEST(ConvLowpSmoke, WinogradBf16TileEdges) {
