@@ -69,8 +69,9 @@ const std::vector<Row> kTable = {
      "V = B^T d B integers up to 4x the fill range and U = G w G^T quarter-integers up to 2.25x, "
      "exact in bf16 (8 bits) for ranges up to 28, so sums are exact and a bf16 output rounds as "
      "the reference does (measured 0 on the conformance data, fwd and bwd_d); on reals the bf16 "
-     "rounding of V and U adds about the inputs' own: 3.8e-3..4.0e-3 normwise at icg 16-512 "
-     "(fp64 model of the engine, uniform [-1, 1] bf16 data). Without AVX512_BF16, the fp32 "
+     "rounding of V and U adds 3.8e-3..4.0e-3 normwise at icg 16-512, about twice the 2.1e-3 "
+     "that rounding fp32 data and weights to bf16 makes (fp64 model of the engine, uniform "
+     "[-1, 1] data). Without AVX512_BF16, the fp32 "
      "engine (row conv cpu/winograd_f2: exact on integers below 2^22), whose error can decide "
      "the ties of a bf16 output: one bf16 ulp (<= 2^-7 relative) on such elements. 8e-3 covers "
      "both"},

@@ -5,14 +5,16 @@
 // (rounded to bf16) transformed in fp64; the output transform is fp32, and a bf16 output is
 // rounded as it is written. F(2x2,3x3) rounds both transformed operands to bf16 and runs the
 // per-position GEMMs on bf16 dot products (vdpbf16ps) with fp32 sums, at twice the fp32 multiply
-// rate: its transforms (0, +-1, +-1/2) keep integer data exact in bf16, and on reals the rounding
-// adds about the bf16 inputs' own (tolerance row conv:bf16 cpu/winograd_f2). F(4x4,3x3) keeps
-// fp32 GEMMs on the fp32 transforms: in bf16 its transformed operands (B^T entries up to 5, G's
-// 1/6, 1/12, 1/24) were off by 1.3-1.7% normwise on integer data, single outputs by 10 at 80,
-// and ResNet-50's top-1 agreement with fp32 fell from 14/16 to 13/16 (logit error 0.103 ->
-// 0.157), for 1.5-1.9x on its 3x3 layers; F(2x2) in bf16 is at least as fast as F(4x4) in fp32
-// from 256 channels on. Where the CPU has no AVX512_BF16 (or PRIMBENCH_SIMD holds it to AVX2),
-// F(2x2) too runs the fp32 GEMMs.
+// rate: its transforms (0, +-1, +-1/2) keep integer data exact in bf16; on reals the rounding
+// adds about twice the error that rounding fp32 data and weights to bf16 makes (tolerance row
+// conv:bf16 cpu/winograd_f2; VGG-16 bf16 against fp32: logit error 0.0080 -> 0.0105, top-1
+// agreement 15/16 -> 13/16 on logits that nearly tie; ResNet-50: 0.103 -> 0.108, 14/16 both).
+// F(4x4,3x3) keeps fp32 GEMMs on the fp32 transforms: in bf16 its transformed operands (B^T
+// entries up to 5, G's 1/6, 1/12, 1/24) were off by 1.3-1.7% normwise on integer data, single
+// outputs by 10 at 80, and ResNet-50's logit error against fp32 rose from 0.103 to 0.157 (top-1
+// agreement 14/16 -> 13/16), for 1.5-1.9x on its 3x3 layers; F(2x2) in bf16 is at least as fast
+// as F(4x4) in fp32 from 256 channels on. Where the CPU has no AVX512_BF16 (or PRIMBENCH_SIMD
+// holds it to AVX2), F(2x2) too runs the fp32 GEMMs.
 #include <omp.h>
 
 #include <algorithm>
