@@ -71,10 +71,9 @@ const std::vector<Row> kTable = {
      "the reference does (measured 0 on the conformance data, fwd and bwd_d); on reals the bf16 "
      "rounding of V and U adds 3.8e-3..4.0e-3 normwise at icg 16-512, about twice the 2.1e-3 "
      "that rounding fp32 data and weights to bf16 makes (fp64 model of the engine, uniform "
-     "[-1, 1] data). Without AVX512_BF16, the fp32 "
-     "engine (row conv cpu/winograd_f2: exact on integers below 2^22), whose error can decide "
-     "the ties of a bf16 output: one bf16 ulp (<= 2^-7 relative) on such elements. 8e-3 covers "
-     "both"},
+     "[-1, 1] data). Without AVX512_BF16, the fp32 engine (row conv cpu/winograd_f2: exact on "
+     "integers below 2^22), whose error can decide the ties of a bf16 output: one bf16 ulp "
+     "(<= 2^-7 relative) on such elements. 8e-3 covers both"},
     {"conv:bf16", "cpu/winograd_f4", 8e-3, 8e-3,
      "bf16 inputs widened to fp32, then the fp32 F(4x4,3x3) engine: its error grows as the fp32 "
      "one, like sqrt(icg) (measured 6e-7 at icg 3-16, 1.3e-6 at icg 64; 3.3e-6 at 512 in fp32, "

@@ -55,7 +55,8 @@ inline void vstore(float* p, Vec v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
 // The kLanes values rounded to bf16 (to nearest even, NaN kept quiet: to_bf16 in dtype.h, lane
-// by lane in integer vectors).
+// by lane in integer vectors). A loop calling to_bf16 per lane stayed scalar inside the input
+// transform: bf16 F(2x2) on 3x3 256 at 14x14, batch 16, 2.9 -> 4.0 ms.
 inline void vstore(uint16_t* p, Vec v) {
   typedef uint32_t UVec __attribute__((vector_size(kLanes * sizeof(uint32_t))));
   typedef uint16_t HVec __attribute__((vector_size(kLanes * sizeof(uint16_t))));
