@@ -14,6 +14,9 @@ struct ConfCase {
   std::string prim, set, text, desc, tag, impl, label;
   Dir dir;
   int line;
+  // Set where the same problem was listed before (see conformance_cases): the name of that
+  // case, which checks it; this one only says so (skipped).
+  std::string same_as;
 };
 
 // Reference budget per case (FLOPs): ~30 ms of naive fp64 reference.
