@@ -42,10 +42,11 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 // sixteenth of the bytes. 16777217 took most of these tests' time there (mpi.allreduce.np4: 235 s
 // under TSan, 121 s under ASan, 23 s unsanitized); no index or byte count nears 2^31 at either
 // size, so nothing overflow-related is left untested by the change.
-// PB_TEST_ALLREDUCE_LARGEST lowers it too: tests/cluster/allreduce_hosts.sh sets 1048577 for
-// the namespace hosts, where the point is the TCP transport between hosts (crossed far above its
-// eager limit at that size too) and 16777217 took most of the 3-host test's time; that size
-// still runs on one host (mpi.allreduce.np1-4).
+// PB_TEST_ALLREDUCE_LARGEST lowers it too, to 1048577: for the namespace hosts
+// (tests/cluster/allreduce_hosts.sh), where the point is the TCP transport between hosts
+// (crossed far above its eager limit at that size too) and 16777217 took most of the 3-host
+// test's time, and for 1 and 4 ranks on one host (tests/CMakeLists.txt). 16777217 still runs
+// with 2 and 3 ranks on one host.
 std::vector<int64_t> odd_sizes() {
   const int64_t p = world::size();
 #ifdef PRIMBENCH_SANITIZED
