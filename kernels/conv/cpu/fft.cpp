@@ -119,30 +119,52 @@ class FftConv final : public HostConv {
   }
 
   // W[g][f][o][c] = conj(FFT(w[g][o][c] zero-padded to nh x nw)) / (nh * nw): correlation, with
-  // FFTW's unnormalised inverse folded in.
+  // FFTW's unnormalised inverse folded in. Blocks of kFilters filters of a group, shared by the
+  // threads: one batched r2c each, then every frequency's values of the block written as one
+  // contiguous run. (One filter at a time on one thread, each frequency written to its own cache
+  // line, took 525 ms for the 335 MB of spectra of a 1x1 512 -> 2048 layer.)
   void transform_filters(const Tensor& wei) {
     const int64_t icg = e_.icg(), ocg = e_.ocg(), f = geo_.freqs(), n = geo_.nh * geo_.nw;
     const int64_t kk = e_.kh * e_.kw, pairs = ocg * icg;
+    constexpr int64_t kFilters = 64;
+    const int64_t per_group = (pairs + kFilters - 1) / kFilters, blocks = e_.g * per_group;
     wspec_ = Tensor({2 * e_.g * f * pairs});
-    Tensor patch({n}), spec({2 * f});
+    const int nt = std::max(1, nthreads_);
+    std::vector<Tensor> patches, specs;
+    for (int t = 0; t < nt; ++t) {
+      patches.emplace_back(Dims{kFilters * n});
+      specs.emplace_back(Dims{2 * kFilters * f});
+    }
+    const int dims[2] = {int(geo_.nh), int(geo_.nw)};
     Plan p;
     {
       std::lock_guard<std::mutex> lock(planner_mutex());
-      p.reset(fftwf_plan_dft_r2c_2d(int(geo_.nh), int(geo_.nw), patch.data(), cplx(spec),
-                                    FFTW_ESTIMATE));
+      p.reset(fftwf_plan_many_dft_r2c(2, dims, int(kFilters), patches[0].data(), nullptr, 1, int(n),
+                                      cplx(specs[0]), nullptr, 1, int(f), FFTW_ESTIMATE));
     }
+    if (!p) throw RuntimeError("cpu/fft: FFTW could not plan the filter spectra of " + e_.str());
     const float scale = 1.0f / float(n);
     auto* w = reinterpret_cast<std::complex<float>*>(wspec_.data());
-    const auto* s = reinterpret_cast<const std::complex<float>*>(spec.data());
-    for (int64_t g = 0; g < e_.g; ++g)
-      for (int64_t pr = 0; pr < pairs; ++pr) {
-        patch.fill(0);
-        const float* k = wei.data() + (g * pairs + pr) * kk;
+    // FFTW's new-array execute is thread-safe; each thread's arrays are aligned like the plan's.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nt)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int t = omp_get_thread_num();
+      const int64_t g = b / per_group, pr0 = (b % per_group) * kFilters;
+      const int64_t nb = std::min(kFilters, pairs - pr0);
+      float* patch = patches[t].data();
+      std::fill(patch, patch + kFilters * n, 0.0f);
+      for (int64_t j = 0; j < nb; ++j) {
+        const float* k = wei.data() + (g * pairs + pr0 + j) * kk;
         for (int64_t i = 0; i < e_.kh; ++i)
-          for (int64_t j = 0; j < e_.kw; ++j) patch[i * geo_.nw + j] = k[i * e_.kw + j];
-        fftwf_execute(p.get());
-        for (int64_t q = 0; q < f; ++q) w[(g * f + q) * pairs + pr] = std::conj(s[q]) * scale;
+          for (int64_t x = 0; x < e_.kw; ++x) patch[j * n + i * geo_.nw + x] = k[i * e_.kw + x];
       }
+      fftwf_execute_dft_r2c(p.get(), patch, cplx(specs[t]));
+      const auto* s = reinterpret_cast<const std::complex<float>*>(specs[t].data());
+      for (int64_t q = 0; q < f; ++q) {
+        std::complex<float>* out = w + (g * f + q) * pairs + pr0;
+        for (int64_t j = 0; j < nb; ++j) out[j] = std::conj(s[j * f + q]) * scale;
+      }
+    }
   }
 
   void block(int64_t g, int64_t blk, int t) {
