@@ -5,6 +5,7 @@
 #include <map>
 
 #include "kernels/core/dataset.h"
+#include "kernels/core/grammar.h"
 #include "kernels/core/problem.h"
 
 #ifndef PRIMBENCH_EDGE_DIR
@@ -19,12 +20,13 @@ std::vector<DataLine> edge_lines(const std::string& prim) {
   return load_file(std::string(PRIMBENCH_EDGE_DIR) + "/" + prim + ".txt", "edge");
 }
 
-// A descriptor without its name field (n"...", the only quoted field).
-std::string without_name(const std::string& desc) {
-  const size_t b = desc.find("n\"");
-  if (b == std::string::npos) return desc;
-  const size_t e = desc.find('"', b + 2);
-  return e == std::string::npos ? desc : desc.substr(0, b) + desc.substr(e + 1);
+// A descriptor's tokens as written, but for its name (the quoted n"..." string; gemm's n is an
+// integer field).
+std::string without_name(const std::string& desc, const std::string& prim) {
+  std::string s;
+  for (const Token& t : tokenize(desc, prim + " descriptor"))
+    if (t.key != "n" || t.kind != Token::kString) s += t.text + "_";
+  return s;
 }
 
 }  // namespace
@@ -53,7 +55,7 @@ std::vector<ConfCase> conformance_cases() {
         c.desc = p.shrink ? p.shrink(l.text, kTestRefFlops, &c.tag) : l.text;
         auto probe = p.make(c.desc, dir, 1);
         c.label = probe->name().empty() ? "line" + std::to_string(l.line) : probe->name();
-        const std::string key = p.name + " " + dir_str(dir) + " " + without_name(c.desc);
+        const std::string key = p.name + " " + dir_str(dir) + " " + without_name(c.desc, p.name);
         const auto [it, is_first] = first.emplace(key, c);
         for (const auto& [impl, why] : p.impls()) {
           c.impl = impl;

@@ -14,8 +14,8 @@ struct ConfCase {
   std::string prim, set, text, desc, tag, impl, label;
   Dir dir;
   int line;
-  // Set where the same problem was listed before (see conformance_cases): the name of that
-  // case, which checks it; this one only says so (skipped).
+  // Set when an earlier case lists the same problem (see conformance_cases): that case's name.
+  // It checks the problem; this one skips, naming it.
   std::string same_as;
 };
 
