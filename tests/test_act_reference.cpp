@@ -11,7 +11,7 @@
 namespace pb {
 namespace {
 
-void expect_fd_matches(const std::string& text) {
+void expect_act_fd_matches(const std::string& text) {
   ActDesc d = ActDesc::parse(text);
   Tensor x({d.mb, d.ic, d.ih, d.iw}), dy({d.mb, d.ic, d.ih, d.iw}), labels({d.mb, d.ih, d.iw});
   // Multiples of 1/16 plus 1/32: never 0 (the ReLU kink), and x +- h exact.
@@ -56,7 +56,7 @@ void expect_fd_matches(const std::string& text) {
 TEST(ActReferenceSmoke, BackwardMatchesFiniteDifferences) {
   for (const char* s : {"relu_mb2ic3ih2", "sigmoid_mb2ic3ih2", "tanh_mb2ic3ih2", "softmax_mb2ic5",
                         "softmax_mb1ic4ih2iw3", "xent_mb3ic6", "xent_mb1ic3ih2"})
-    expect_fd_matches(s);
+    expect_act_fd_matches(s);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ double fd(const BnormDesc& d, Inputs& in, Tensor& t, int64_t i) {
   return (up - down) / (2 * h);
 }
 
-void expect_fd_matches(const std::string& text) {
+void expect_bnorm_fd_matches(const std::string& text) {
   BnormDesc d = BnormDesc::parse(text);
   Inputs in{Tensor({d.mb, d.ic, d.ih, d.iw}),
             Tensor({d.mb, d.ic, d.ih, d.iw}),
@@ -76,7 +76,7 @@ TEST(BnormReferenceSmoke, BackwardMatchesFiniteDifferences) {
   for (const char* s :
        {"mb2ic3ih3_scale_shift", "mb3ic2ih2iw3_scale_shift_relu", "mb2ic3ih3_inf_scale_shift",
         "mb2ic2ih3_inf_scale_shift_relu", "mb1ic2ih4", "mb4ic2ih1_shift"})
-    expect_fd_matches(s);
+    expect_bnorm_fd_matches(s);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 // Stride 2, groups, dilation, asymmetric end pads, 1x1 (pointwise and strided), ragged channel
 // blocks, several images per im2col chunk (a ragged last one), im2col bwd_w passes, and 3x3
 // stride-1 shapes for Winograd.
-const char* kShapes[] = {
+const char* kOclShapes[] = {
     "mb3g2ic16ih11iw9oc40kh3sh2ph1",
     "mb2ic5ih15oc20kh3ph2dh1",
     "mb3ic7ih10oc33oh9kh3",
@@ -33,10 +33,10 @@ const char* kShapes[] = {
     "mb2ic8ih24oc256kh3ph1",
 };
 
-void check_dir(Dir dir) {
+void check_ocl_dir(Dir dir) {
   if (std::string why = opencl_unavailable(); !why.empty()) GTEST_SKIP() << why;
   int tested = 0;
-  for (const char* text : kShapes) {
+  for (const char* text : kOclShapes) {
     ConvDesc d = ConvDesc::parse(text);
     const test::BwdCase c = test::make_bwd_case(d, dir, 21);
     for (const auto& e : conv_registry()) {
@@ -54,15 +54,15 @@ void check_dir(Dir dir) {
       test::expect_accurate(e.name, first, c.ref);
     }
   }
-  EXPECT_GE(tested, 2 * static_cast<int>(std::size(kShapes)))
+  EXPECT_GE(tested, 2 * static_cast<int>(std::size(kOclShapes)))
       << "ocl/direct and ocl/im2col must run every shape";
 }
 
 TEST(ConvBwdOclSmoke, bwd_d_deterministic_and_accurate) {
-  check_dir(Dir::bwd_d);
+  check_ocl_dir(Dir::bwd_d);
 }
 TEST(ConvBwdOclSmoke, bwd_w_deterministic_and_accurate) {
-  check_dir(Dir::bwd_w);
+  check_ocl_dir(Dir::bwd_w);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 namespace pb {
 namespace {
 
-NetOptions options(const std::string& backend, const std::string& dt, bool train) {
+NetOptions lowp_options(const std::string& backend, const std::string& dt, bool train) {
   NetOptions o;
   o.backend = backend, o.policy = "first", o.train = train, o.find_cache = "off";
   o.lr = 0;  // the first steps' gradients are compared at the initial weights
@@ -53,10 +53,10 @@ TEST(NetLowpSmoke, InferenceRunsTheTypeNearFp32) {
   for (const std::string& b : backends())
     for (const char* dt : {"bf16", "u8s8"}) {
       SCOPED_TRACE(b + " " + dt);
-      Executor f32(net, options(b, "f32", false));
+      Executor f32(net, lowp_options(b, "f32", false));
       f32.step();
       const Tensor want = f32.output().clone();
-      Executor ex(net, options(b, dt, false));
+      Executor ex(net, lowp_options(b, dt, false));
       ex.step();
       int typed, quantise, layers;
       count_typed(ex, dt, &typed, &quantise, &layers);
@@ -78,8 +78,8 @@ TEST(NetLowpSmoke, NewInputsReachTheTypedLayers) {
   const Network net = Network::load("tiny_resnet");
   for (const char* dt : {"bf16", "u8s8"}) {
     SCOPED_TRACE(dt);
-    Executor f32(net, options("cpu", "f32", false));
-    Executor ex(net, options("cpu", dt, false));
+    Executor f32(net, lowp_options("cpu", "f32", false));
+    Executor ex(net, lowp_options("cpu", dt, false));
     ex.step();
     const Tensor first = ex.output().clone();
     for (Executor* e : {&f32, &ex}) fill_uniform(e->input(), 99, -1, 1);
@@ -105,8 +105,8 @@ TEST(NetLowpSmoke, Bf16TrainingStepNearFp32) {
   std::vector<std::vector<Tensor>> grads;
   for (const std::string& b : backends()) {
     SCOPED_TRACE(b);
-    Executor f32(net, options(b, "f32", true));
-    Executor ex(net, options(b, "bf16", true));
+    Executor f32(net, lowp_options(b, "f32", true));
+    Executor ex(net, lowp_options(b, "bf16", true));
     f32.step();
     ex.step();
     int typed, quantise, layers;
@@ -147,10 +147,10 @@ TEST(NetLowpSmoke, BadRequestsNameTheField) {
     }
     ADD_FAILURE() << "planned: " << o.dt.str() << " " << o.backend;
   };
-  refused(options("cpu", "u8s8", true), "inference");
-  refused(options("cpu", "f16", false), "bf16 or u8s8");
-  refused(options("cpu", "bf16:bf16", false), "input type only");
-  refused(options("ref", "bf16", false), "ref");
+  refused(lowp_options("cpu", "u8s8", true), "inference");
+  refused(lowp_options("cpu", "f16", false), "bf16 or u8s8");
+  refused(lowp_options("cpu", "bf16:bf16", false), "input type only");
+  refused(lowp_options("ref", "bf16", false), "ref");
 }
 
 // primbench net --dt: the comparison with fp32 in the text and the JSON; bad values exit 2

@@ -18,7 +18,7 @@ double loss(const PoolDesc& d, const Tensor& src, const Tensor& dy) {
   return s;
 }
 
-void expect_fd_matches(const std::string& text) {
+void expect_pool_fd_matches(const std::string& text) {
   PoolDesc d = PoolDesc::parse(text);
   Tensor src({d.mb, d.ic, d.ih, d.iw}), dy({d.mb, d.ic, d.oh, d.ow});
   // A permutation of 0..n-1, halved: distinct, exactly representable, no ties.
@@ -42,7 +42,7 @@ TEST(PoolReferenceSmoke, BackwardMatchesFiniteDifferences) {
   for (const char* s :
        {"mb1ic2ih7kh3sh2ph1_max", "mb1ic2ih7kh3sh2ph1_avgp", "mb1ic2ih7kh3sh2ph1_avgnp",
         "mb1ic1ih6iw5kh2kw3sh1sw2_avgnp", "mb1ic2ih5kh5_max", "mb1ic1ih8oh5kh3sh2ph1_avgp"})
-    expect_fd_matches(s);
+    expect_pool_fd_matches(s);
 }
 
 }  // namespace
