@@ -1,6 +1,7 @@
 // Shared oneDNN CPU engine and stream for every onednn/* implementation (built with oneDNN only).
 #pragma once
 
+#include <initializer_list>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
@@ -36,6 +37,41 @@ struct Conversion {
 // Runs the conversions in order on stream().
 inline void convert(std::vector<Conversion>& conversions) {
   for (auto& c : conversions) c.prim.execute(stream(), c.from, c.to);
+}
+
+// The layout a memory-bound primitive runs in: the first of `candidates` whose implementation
+// (impl_of(tag), oneDNN's impl_info_str) is a JIT one; a layout oneDNN has no implementation for
+// (impl_of throws) is skipped. NCHW where none is.
+template <class ImplOf>
+dnnl::memory::format_tag first_jit_layout(
+    std::initializer_list<dnnl::memory::format_tag> candidates, ImplOf impl_of) {
+  for (dnnl::memory::format_tag t : candidates) {
+    try {
+      if (std::string(impl_of(t)).find("jit") != std::string::npos) return t;
+    } catch (const dnnl::error&) {  // no implementation in that layout: try the next
+    }
+  }
+  return dnnl::memory::format_tag::nchw;
+}
+
+// An f32 tensor of `dims` for a primitive running in `layout`: the user's NCHW memory at `data`
+// itself where `layout` is NCHW, else a buffer in `layout` (its size added to *bytes) with the
+// conversion from the user's memory (`in`) or into it (else) appended to `conversions`.
+inline dnnl::memory user_or_converted(const dnnl::memory::dims& dims, const float* data,
+                                      dnnl::memory::format_tag layout,
+                                      std::vector<Conversion>* conversions, bool in,
+                                      size_t* bytes) {
+  using dnnl::memory;
+  memory user(memory::desc(dims, memory::data_type::f32, memory::format_tag::nchw), engine(),
+              const_cast<float*>(data));
+  if (layout == memory::format_tag::nchw) return user;
+  memory mine(memory::desc(dims, memory::data_type::f32, layout), engine());
+  *bytes += mine.get_desc().get_size();
+  if (in)
+    conversions->emplace_back(user, mine);
+  else
+    conversions->emplace_back(mine, user);
+  return mine;
 }
 
 }  // namespace pb::onednn

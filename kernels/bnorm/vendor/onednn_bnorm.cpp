@@ -44,7 +44,6 @@ class BnormOnednn : public HostBnorm {
       const BnormDesc& d = d_;
       auto& eng = onednn::engine();
       const memory::dims dims = {d.mb, d.ic, d.ih, d.iw};
-      const memory::desc plain_md(dims, dt::f32, tag::nchw);
       memory::desc vec_md({d.ic}, dt::f32, tag::x);
       auto flags = static_cast<nf>(0);
       if (d.inference) flags |= nf::use_global_stats;
@@ -69,33 +68,17 @@ class BnormOnednn : public HostBnorm {
                         f);
       };
       // The data layout: the first with a JIT implementation of this direction, else NCHW.
-      memory::desc data_md = plain_md;
-      for (tag t : {tag::nChw16c, tag::nChw8c, tag::nhwc}) {
-        const memory::desc md(dims, dt::f32, t);
-        try {
-          fwd_pd_t f = make_fwd(md);
-          const std::string impl =
-              dir_ == Dir::fwd ? f.impl_info_str() : make_bwd(md, f).impl_info_str();
-          if (impl.find("jit") != std::string::npos) {
-            data_md = md;
-            break;
-          }
-        } catch (const dnnl::error&) {  // no implementation in that layout: try the next
-        }
-      }
-      const bool plain = data_md == plain_md;
+      const tag layout =
+          onednn::first_jit_layout({tag::nChw16c, tag::nChw8c, tag::nhwc}, [&](tag t) {
+            const memory::desc md(dims, dt::f32, t);
+            fwd_pd_t f = make_fwd(md);
+            return dir_ == Dir::fwd ? f.impl_info_str() : make_bwd(md, f).impl_info_str();
+          });
+      const memory::desc data_md(dims, dt::f32, layout);
       // A data tensor: the user's NCHW memory, or a buffer in data_md converted by `reorders`
       // (from the user's when `in`, else into it).
       auto data = [&](const Tensor* t, std::vector<onednn::Conversion>* reorders, bool in) {
-        memory user = mem(plain_md, t);
-        if (plain) return user;
-        memory mine(data_md, eng);
-        ws_bytes_ += data_md.get_size();
-        if (in)
-          reorders->push_back({user, mine});
-        else
-          reorders->push_back({mine, user});
-        return mine;
+        return onednn::user_or_converted(dims, t->data(), layout, reorders, in, &ws_bytes_);
       };
       fwd_pd_t fpd = make_fwd(data_md);
       const memory src = data(src_, &act_reorders_, true);

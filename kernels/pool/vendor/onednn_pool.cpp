@@ -65,39 +65,16 @@ class PoolOnednn : public HostPool {
         return bwd_pd_t(dnnl::pooling_backward::desc(alg, s_md, d_md, strides, kernel, pl, pr), eng,
                         f);
       };
-      auto jit = [&](tag t) {
-        try {
-          fwd_pd_t f = make_fwd(t);
-          const std::string impl =
-              dir_ == Dir::fwd ? f.impl_info_str() : make_bwd(t, f).impl_info_str();
-          return impl.find("jit") != std::string::npos;
-        } catch (const dnnl::error&) {  // no implementation in that layout
-          return false;
-        }
-      };
-      // The data layout: NCHW where oneDNN has a JIT implementation there (no conversions),
-      // else the first blocked or channels-last layout that has one, else NCHW.
-      tag layout = tag::nchw;
-      if (!jit(tag::nchw))
-        for (tag t : {tag::nChw16c, tag::nChw8c, tag::nhwc})
-          if (jit(t)) {
-            layout = t;
-            break;
-          }
-      const bool plain = layout == tag::nchw;
-      // A data tensor: the user's NCHW memory, or a buffer in `layout` converted by `reorders`
-      // (from the user's when `in`, else into it).
+      // NCHW where oneDNN has a JIT implementation there (no conversions), else the first
+      // blocked or channels-last layout that has one, else NCHW.
+      const tag layout =
+          onednn::first_jit_layout({tag::nchw, tag::nChw16c, tag::nChw8c, tag::nhwc}, [&](tag t) {
+            fwd_pd_t f = make_fwd(t);
+            return dir_ == Dir::fwd ? f.impl_info_str() : make_bwd(t, f).impl_info_str();
+          });
       auto data = [&](const memory::dims& dims, const float* t,
                       std::vector<onednn::Conversion>* reorders, bool in) {
-        memory user(memory::desc(dims, dt::f32, tag::nchw), eng, const_cast<float*>(t));
-        if (plain) return user;
-        memory mine(memory::desc(dims, dt::f32, layout), eng);
-        buffer_bytes_ += mine.get_desc().get_size();
-        if (in)
-          reorders->push_back({user, mine});
-        else
-          reorders->push_back({mine, user});
-        return mine;
+        return onednn::user_or_converted(dims, t, layout, reorders, in, &buffer_bytes_);
       };
       fwd_pd_t fpd = make_fwd(layout);
       fwd_ = dnnl::pooling_forward(fpd);
