@@ -17,14 +17,15 @@
 #include "kernels/net/executor.h"
 #include "kernels/net/precision.h"
 #include "tests/cli_runner.h"
+#include "tests/net_test_options.h"
 
 namespace pb {
 namespace {
 
+// test::options (learning rate 0: the first steps' gradients are compared at the initial
+// weights) in data type `dt`.
 NetOptions lowp_options(const std::string& backend, const std::string& dt, bool train) {
-  NetOptions o;
-  o.backend = backend, o.policy = "first", o.train = train, o.find_cache = "off";
-  o.lr = 0;  // the first steps' gradients are compared at the initial weights
+  NetOptions o = test::options(backend, "first", train);
   o.dt = DataType::parse(dt, "dt");
   return o;
 }
