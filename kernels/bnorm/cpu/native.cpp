@@ -1,8 +1,8 @@
 // cpu/native batch-norm: OpenMP over channels, SIMD within each (n, c) plane. Training forward
-// takes blocks of channels (channel_block below) and reads each from memory once: a shifted sum
-// (mean), then the squared deviations from that mean (two-pass variance: no E[x^2] - E[x]^2
-// cancellation), then the normalisation, the last two passes re-reading the channel from cache.
-// Plane partial sums are fp32 SIMD lanes, combined across planes in fp64.
+// and backward take blocks of channels (channel_block below). The forward reads each from memory
+// once: a shifted sum (mean), then the squared deviations from that mean (two-pass variance: no
+// E[x^2] - E[x]^2 cancellation), then the normalisation, the last two passes re-reading the channel
+// from cache. Plane partial sums are fp32 SIMD lanes, combined across planes in fp64.
 #include <omp.h>
 
 #include <algorithm>
@@ -44,6 +44,24 @@ inline float masked(float dy, float x, float m, float a, float b, bool relu) {
   return relu && (x - m) * a + b <= 0.0f ? 0.0f : dy;
 }
 
+// The backward's sums over a plane, sum g and sum g (x - m) with g = dy through the ReLU's mask,
+// and with kStore dx = a g (inference). One loop per case: with `relu` and the store as run-time
+// conditions GCC left the case without ReLU scalar (vaddss: 75% of res2_bn_c's backward in perf).
+template <bool kRelu, bool kStore>
+inline void dy_sums(const float* x, const float* dy, float* dx, int64_t n, float m, float a,
+                    float b, float& s0, float& s1) {
+  float t0 = 0, t1 = 0;
+#pragma omp simd reduction(+ : t0, t1)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = masked(dy[i], x[i], m, a, b, kRelu);
+    t0 += g;
+    t1 += g * (x[i] - m);
+    if (kStore) dx[i] = a * g;
+  }
+  s0 = t0;
+  s1 = t1;
+}
+
 class BnormCpuNative : public HostBnorm {
  public:
   std::string name() const override { return "cpu/native"; }
@@ -63,7 +81,7 @@ class BnormCpuNative : public HostBnorm {
   void forward_training() {
     const int64_t hw = d_.hw(), mb = d_.mb, ic = d_.ic;
     const double cnt = static_cast<double>(d_.reduce_size());
-    const int64_t blk = channel_block();
+    const int64_t blk = channel_block(1);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t c0 = 0; c0 < ic; c0 += blk) {
       const int64_t nc = std::min(blk, ic - c0);
@@ -109,8 +127,10 @@ class BnormCpuNative : public HostBnorm {
   // planes (one or two channels per block) within the runs' noise (bn_conv1 2.12-2.68 ->
   // 1.92-2.08, res2_bn_c 1.75-2.46 -> 1.70-1.85).
   static constexpr int64_t kMaxBlock = 128;
-  int64_t channel_block() const {
-    const int64_t per_channel = std::max<int64_t>(1, d_.mb * d_.hw() * int64_t(sizeof(float)));
+  // `tensors`: how many tensors of the block the later passes re-read (the backward: x and dy).
+  int64_t channel_block(int64_t tensors) const {
+    const int64_t per_channel =
+        std::max<int64_t>(1, tensors * d_.mb * d_.hw() * int64_t(sizeof(float)));
     const int64_t fit = static_cast<int64_t>(cache_bytes(2, size_t(1) << 20)) / 2 / per_channel;
     const int64_t balance = d_.ic / (4 * int64_t(omp_get_max_threads()));
     return std::clamp<int64_t>(std::min(fit, balance), 1, kMaxBlock);
@@ -127,48 +147,64 @@ class BnormCpuNative : public HostBnorm {
     }
   }
 
+  // Over blocks of channels as forward_training, for the same reason (res5_bn_c ran at 0.69x
+  // oneDNN one channel at a time); the block's x and dy planes both stay in L2 for the second pass.
   void backward() {
-    const int64_t hw = d_.hw(), mb = d_.mb;
+    const int64_t hw = d_.hw(), mb = d_.mb, ic = d_.ic;
     const double cnt = static_cast<double>(d_.reduce_size());
     const bool relu = d_.relu, train = !d_.inference;
+    const int64_t blk = channel_block(2);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t c = 0; c < d_.ic; ++c) {
-      const float m = (*mean_)[c];
-      const double rstd = 1.0 / std::sqrt(double((*var_)[c]) + d_.eps);
-      const float a = static_cast<float>(gamma(c) * rstd), b = beta(c);
-      const float k1 = a;  // gamma * rstd
-      double sdy = 0, sdyx = 0;
+    for (int64_t c0 = 0; c0 < ic; c0 += blk) {
+      const int64_t nc = std::min(blk, ic - c0);
+      double sdy[kMaxBlock] = {}, sdyx[kMaxBlock] = {}, rstd[kMaxBlock];
+      float m[kMaxBlock], a[kMaxBlock], b[kMaxBlock];
+      for (int64_t j = 0; j < nc; ++j) {
+        const int64_t c = c0 + j;
+        m[j] = (*mean_)[c];
+        rstd[j] = 1.0 / std::sqrt(double((*var_)[c]) + d_.eps);
+        a[j] = static_cast<float>(gamma(c) * rstd[j]);  // also dx's factor, gamma * rstd
+        b[j] = beta(c);
+      }
       // Inference: dx = gamma * rstd * dy needs no statistics, so it is written in this pass.
-      for (int64_t n = 0; n < mb; ++n) {
-        const float* x = plane(src_, n, c);
-        const float* dy = plane(dy_, n, c);
-        float* dx = plane(out_[0], n, c);
-        float s0 = 0, s1 = 0;
-#pragma omp simd reduction(+ : s0, s1)
-        for (int64_t i = 0; i < hw; ++i) {
-          const float g = masked(dy[i], x[i], m, a, b, relu);
-          s0 += g;
-          s1 += g * (x[i] - m);
-          if (!train) dx[i] = k1 * g;
+      for (int64_t n = 0; n < mb; ++n)
+        for (int64_t j = 0; j < nc; ++j) {
+          const float* x = plane(src_, n, c0 + j);
+          const float* dy = plane(dy_, n, c0 + j);
+          float* dx = plane(out_[0], n, c0 + j);
+          const float mj = m[j], aj = a[j], bj = b[j];
+          float s0 = 0, s1 = 0;
+          if (relu)
+            train ? dy_sums<true, false>(x, dy, dx, hw, mj, aj, bj, s0, s1)
+                  : dy_sums<true, true>(x, dy, dx, hw, mj, aj, bj, s0, s1);
+          else
+            train ? dy_sums<false, false>(x, dy, dx, hw, mj, aj, bj, s0, s1)
+                  : dy_sums<false, true>(x, dy, dx, hw, mj, aj, bj, s0, s1);
+          sdy[j] += s0;
+          sdyx[j] += s1;
         }
-        sdy += s0;
-        sdyx += s1;
-      }
       if (train) {
-        const float mdy = static_cast<float>(sdy / cnt);
-        const float k2 = static_cast<float>(rstd * rstd * sdyx / cnt);
-        for (int64_t n = 0; n < mb; ++n) {
-          const float* x = plane(src_, n, c);
-          const float* dy = plane(dy_, n, c);
-          float* dx = plane(out_[0], n, c);
-#pragma omp simd
-          for (int64_t i = 0; i < hw; ++i)
-            dx[i] = k1 * (masked(dy[i], x[i], m, a, b, relu) - mdy - (x[i] - m) * k2);
+        float mdy[kMaxBlock], k2[kMaxBlock];
+        for (int64_t j = 0; j < nc; ++j) {
+          mdy[j] = static_cast<float>(sdy[j] / cnt);
+          k2[j] = static_cast<float>(rstd[j] * rstd[j] * sdyx[j] / cnt);
         }
+        for (int64_t n = 0; n < mb; ++n)
+          for (int64_t j = 0; j < nc; ++j) {
+            const float* x = plane(src_, n, c0 + j);
+            const float* dy = plane(dy_, n, c0 + j);
+            float* dx = plane(out_[0], n, c0 + j);
+            const float mj = m[j], aj = a[j], bj = b[j], mdyj = mdy[j], k2j = k2[j];
+#pragma omp simd
+            for (int64_t i = 0; i < hw; ++i)
+              dx[i] = aj * (masked(dy[i], x[i], mj, aj, bj, relu) - mdyj - (x[i] - mj) * k2j);
+          }
       }
-      size_t o = 1;
-      if (d_.scale) out_[o++][c] = static_cast<float>(sdyx * rstd);
-      if (d_.shift) out_[o][c] = static_cast<float>(sdy);
+      for (int64_t j = 0; j < nc; ++j) {
+        size_t o = 1;
+        if (d_.scale) out_[o++][c0 + j] = static_cast<float>(sdyx[j] * rstd[j]);
+        if (d_.shift) out_[o][c0 + j] = static_cast<float>(sdy[j]);
+      }
     }
   }
 };
