@@ -29,7 +29,8 @@ struct DataType {
   bool is_f32() const { return in == f32; }
   bool integer() const { return in == u8s8; }
   double in_bytes() const { return in == f32 ? 4 : in == u8s8 ? 1 : 2; }
-  double out_bytes() const { return out == out_f32 ? 4 : out == out_s8 ? 1 : 2; }
+  double out_bytes() const { return bytes_of(out); }
+  static int bytes_of(Out o) { return o == out_f32 ? 4 : o == out_s8 ? 1 : 2; }
   bool operator==(const DataType& o) const { return in == o.in && out == o.out; }
   bool operator!=(const DataType& o) const { return !(*this == o); }
 };

@@ -89,7 +89,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
   // 7680x3000x2560 u8s8: C is 92 MB, read again by the second KC block). That shape took
   // 99-103 ms without and 88-89 ms with (oneDNN 88), 512x3000x2816 8.3-9.3 -> 7.5-7.9 ms.
   {
-    const int eb = e.out == DataType::out_f32 ? 4 : e.out == DataType::out_bf16 ? 2 : 1;
+    const int eb = DataType::bytes_of(e.out);
     const char* cb = static_cast<const char*>(e.c);
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j)
