@@ -93,7 +93,8 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
 
 // More columns than the in-place paths take (A in place up to 128, dot products up to 32), on one
 // thread and on two: few rows read B in place (up to 6 A slivers per thread), many rows and one
-// sliver per thread pack it; every transpose, sums around KC.
+// sliver per thread pack it, and a sum of one KC step splits the columns; every transpose, sums
+// around KC.
 TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
@@ -108,6 +109,8 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
                           2 * int64_t(bl.mr) + 3, 5 * int64_t(bl.mr) + 7})
           for (int64_t k : {bl.kc - 1, 2 * bl.kc + 3}) check({ta, tb, m, n, k, 1.0f, 0.5f});
         check({ta, tb, 3 * bl.mc + 5, n, bl.kc + 1, 1.0f, 0.0f});
+        // One step of the sum over many rows: on two threads, each takes columns with all rows.
+        for (int64_t k : {int64_t(17), bl.kc}) check({ta, tb, 3 * bl.mc + 5, n, k, 1.0f, 0.5f});
       }
   }
   omp_set_num_threads(saved);

@@ -397,7 +397,28 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // even (264-276 -> 258-285); on the AVX2 path even (256x256x256 144 -> 144, 200x1000x1000 134-148
   // -> 142-148).
   const int64_t n_sl = ceil_div(m, mr);
-  const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
+  // A not transposed and few B slivers: packing A would cost more than the product saves.
+  // Up to 128 columns where A has at least 4 rows per column (DeepBench's N = 128, the fully
+  // connected layers at batch 128). Zen 5 family 26, 2 threads, ms packed A -> in place (each
+  // process both ways against oneDNN, medians of 3): 1760x128x1760 3.11 -> 2.27, 2560x128x2560
+  // 6.97 -> 4.61, 4096x128x4096 18.3 -> 12.6, 7680x128x2560 19.9 -> 13.9, 3072x128x1024 2.88 ->
+  // 2.28, AlexNet fc6 at batch 128 115 -> 82; 128x128x128 lost (0.018 -> 0.021), hence the rows.
+  const bool direct_a =
+      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
+  GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
+  // One step of the sum (k <= kc) over many columns: C is most of the traffic, written once.
+  // The threads split the columns, each with all the rows, so that each writes one contiguous
+  // run of C (column-major) that the hardware prefetchers follow; split by rows, each thread
+  // wrote a few hundred rows of every column, ldc apart. Zen 5 family 26, 2 threads, ms rows ->
+  // columns: AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50),
+  // fc7's 4096x4096x16 3.68 -> 2.32, fc6's 4096x9216x16 8.75 -> 5.29, 1000x4096x64 (B^T)
+  // 2.17 -> 1.39, 2048x2048x64 (A^T) 1.85 -> 1.40, 4096x4096x256 24.8 -> 23.0. Against
+  // onednn/matmul (bench_gemm, medians of 3, two alternating runs of each): AlexNet's weight
+  // gradients at batch 16 0.41-0.46 -> 2.21-2.52 (fc8), 1.80-1.85 -> 2.27-2.71 (fc7), FCN-5's at
+  // batch 64 1.24-1.79 -> 1.63-1.79; cpu/im2col on ResNet-50 (alternating runs, min of medians
+  // of 3): 12 weight gradients 6-26% faster (res5_3x3_x2 16.1 -> 12.9 ms); the products of
+  // the other 66 layer-directions have k > KC (unchanged: three moved by 9-11% either way).
+  if (nt > 1 && k <= kc_max && !direct_a && ceil_div(n, nr) >= 4 * nt) blocks = {false, 1};
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
   // Blocks cut at vector rows only when each thread has one: with several per thread the
@@ -412,14 +433,6 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     *mcv = std::min(u1 * mu, m) - *ic;
   };
 
-  // A not transposed and few B slivers: packing A would cost more than the product saves.
-  // Up to 128 columns where A has at least 4 rows per column (DeepBench's N = 128, the fully
-  // connected layers at batch 128). Zen 5 family 26, 2 threads, ms packed A -> in place (each
-  // process both ways against oneDNN, medians of 3): 1760x128x1760 3.11 -> 2.27, 2560x128x2560
-  // 6.97 -> 4.61, 4096x128x4096 18.3 -> 12.6, 7680x128x2560 19.9 -> 13.9, 3072x128x1024 2.88 ->
-  // 2.28, AlexNet fc6 at batch 128 115 -> 82; 128x128x128 lost (0.018 -> 0.021), hence the rows.
-  const bool direct_a =
-      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
   const bool direct = direct_a && split_rows;  // the threads split the rows (direct_block)
   const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 128)
   // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
