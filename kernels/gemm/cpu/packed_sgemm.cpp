@@ -406,19 +406,20 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool direct_a =
       !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
   GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
-  // One step of the sum (k <= kc) over many columns: C is most of the traffic, written once.
-  // The threads split the columns, each with all the rows, so that each writes one contiguous
-  // run of C (column-major) that the hardware prefetchers follow; split by rows, each thread
-  // wrote a few hundred rows of every column, ldc apart. Zen 5 family 26, 2 threads, ms rows ->
-  // columns: AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50),
-  // fc7's 4096x4096x16 3.68 -> 2.32, fc6's 4096x9216x16 8.75 -> 5.29, 1000x4096x64 (B^T)
-  // 2.17 -> 1.39, 2048x2048x64 (A^T) 1.85 -> 1.40, 4096x4096x256 24.8 -> 23.0. Against
+  // One step of the sum (k <= kc) over many columns and more rows than one A block: C is most
+  // of the traffic, written once. The threads split the columns, each with all the rows, so
+  // that each writes one contiguous run of C (column-major) that the hardware prefetchers
+  // follow; split by rows, each thread wrote a few hundred rows of every column, ldc apart.
+  // Zen 5 family 26, 2 threads, ms rows -> columns (primbench run, medians of 20-50):
+  // AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50), fc7's
+  // 4096x4096x16 3.68 -> 2.32, fc6's 4096x9216x16 8.75 -> 5.29, 1000x4096x64 (B^T) 2.17 ->
+  // 1.39, 2048x2048x64 (A^T) 1.85 -> 1.40, 512x512x256 0.47-0.55 -> 0.38-0.50 (7 runs each). With
+  // the rows in one block (m <= mc) each thread already has its own rows and nothing shared, and
+  // the split by columns lost (256x256x256 0.11 -> 0.12-0.16: each thread packed all of A). Against
   // onednn/matmul (bench_gemm, medians of 3, two alternating runs of each): AlexNet's weight
-  // gradients at batch 16 0.41-0.46 -> 2.21-2.52 (fc8), 1.80-1.85 -> 2.27-2.71 (fc7), FCN-5's at
-  // batch 64 1.24-1.79 -> 1.63-1.79; cpu/im2col on ResNet-50 (alternating runs, min of medians
-  // of 3): 12 weight gradients 6-26% faster (res5_3x3_x2 16.1 -> 12.9 ms); the products of
-  // the other 66 layer-directions have k > KC (unchanged: three moved by 9-11% either way).
-  if (nt > 1 && k <= kc_max && !direct_a && ceil_div(n, nr) >= 4 * nt) blocks = {false, 1};
+  // gradients at batch 16 0.41-0.46 -> 2.21-2.52 (fc8), 1.80-1.85 -> 2.27-2.71 (fc7).
+  if (nt > 1 && k <= kc_max && m > cf.mc && !direct_a && ceil_div(n, nr) >= 4 * nt)
+    blocks = {false, 1};
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
   // Blocks cut at vector rows only when each thread has one: with several per thread the
