@@ -109,8 +109,10 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
                           2 * int64_t(bl.mr) + 3, 5 * int64_t(bl.mr) + 7})
           for (int64_t k : {bl.kc - 1, 2 * bl.kc + 3}) check({ta, tb, m, n, k, 1.0f, 0.5f});
         check({ta, tb, 3 * bl.mc + 5, n, bl.kc + 1, 1.0f, 0.0f});
-        // One step of the sum over many rows: on two threads, each takes columns with all rows.
-        for (int64_t k : {int64_t(17), bl.kc}) check({ta, tb, 3 * bl.mc + 5, n, k, 1.0f, 0.5f});
+        // One step of the sum, more rows than one block, 32 B slivers per thread and a partial
+        // one: on two threads, each takes columns with all the rows.
+        for (int64_t k : {int64_t(17), bl.kc})
+          check({ta, tb, 2 * bl.mc + 5, 64 * bl.nr + 3, k, 1.0f, 0.5f});
       }
   }
   omp_set_num_threads(saved);

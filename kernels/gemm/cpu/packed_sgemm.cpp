@@ -406,19 +406,19 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool direct_a =
       !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
   GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
-  // One step of the sum (k <= kc) over many columns and more rows than one A block: C is most
-  // of the traffic, written once. The threads split the columns, each with all the rows, so
-  // that each writes one contiguous run of C (column-major) that the hardware prefetchers
-  // follow; split by rows, each thread wrote a few hundred rows of every column, ldc apart.
-  // Zen 5 family 26, 2 threads, ms rows -> columns (primbench run, medians of 20-50):
-  // AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50), fc7's
-  // 4096x4096x16 3.68 -> 2.32, fc6's 4096x9216x16 8.75 -> 5.29, 1000x4096x64 (B^T) 2.17 ->
-  // 1.39, 2048x2048x64 (A^T) 1.85 -> 1.40, 512x512x256 0.47-0.55 -> 0.38-0.50 (7 runs each). With
-  // the rows in one block (m <= mc) each thread already has its own rows and nothing shared, and
-  // the split by columns lost (256x256x256 0.11 -> 0.12-0.16: each thread packed all of A). Against
-  // onednn/matmul (bench_gemm, medians of 3, two alternating runs of each): AlexNet's weight
-  // gradients at batch 16 0.41-0.46 -> 2.21-2.52 (fc8), 1.80-1.85 -> 2.27-2.71 (fc7).
-  if (nt > 1 && k <= kc_max && m > cf.mc && !direct_a && ceil_div(n, nr) >= 4 * nt)
+  // One step of the sum (k <= kc), more rows than one A block and at least 256 columns per
+  // thread: C is most of the traffic, written once. The threads split the columns, each with all
+  // the rows, so that each writes one contiguous run of C (column-major) that the hardware
+  // prefetchers follow; split by rows, each thread wrote a few hundred rows of every column, ldc
+  // apart. Zen 5 family 26, 2 threads, ms rows -> columns (primbench run, medians of 20-50):
+  // AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50; in a later,
+  // quieter hour 0.58-0.61 -> 0.49-0.51), fc7's 4096x4096x16 3.68 -> 2.32, 1000x4096x64 (B^T)
+  // 2.17 -> 1.39, 512x512x256 0.47-0.55 -> 0.38-0.50. Each thread packs all of A, which lost
+  // where the columns are few or the rows fit one block: 50176x64x27 (A^T) 0.68-0.71 -> 0.90-0.95,
+  // 12544x128x147 (A^T) 1.31-1.49 -> 1.66-1.69, 3136x256x64 0.27 -> 0.28-0.29, 256x256x256 0.11
+  // -> 0.12-0.16. Against onednn/matmul (bench_gemm, medians of 3, two alternating runs each):
+  // the 13 weight gradients of alexnet_fc and fcn5, geomean 1.34-1.38 -> 1.68-1.69.
+  if (nt > 1 && k <= kc_max && m > cf.mc && !direct_a && ceil_div(n, nr) >= 32 * nt)
     blocks = {false, 1};
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
