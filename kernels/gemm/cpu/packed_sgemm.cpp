@@ -412,7 +412,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // prefetchers follow; split by rows, each thread wrote a few hundred rows of every column, ldc
   // apart. Zen 5 family 26, 2 threads, ms rows -> columns (primbench run, medians of 20-50):
   // AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50; in a later,
-  // quieter hour 0.58-0.61 -> 0.49-0.51), fc7's 4096x4096x16 3.68 -> 2.32, 1000x4096x64 (B^T)
+  // quieter hour 0.56-0.61 -> 0.48-0.51), fc7's 4096x4096x16 3.68 -> 2.32, 1000x4096x64 (B^T)
   // 2.17 -> 1.39, 512x512x256 0.47-0.55 -> 0.38-0.50. Each thread packs all of A, which lost
   // where the columns are few or the rows fit one block: 50176x64x27 (A^T) 0.68-0.71 -> 0.90-0.95,
   // 12544x128x147 (A^T) 1.31-1.49 -> 1.66-1.69, 3136x256x64 0.27 -> 0.28-0.29, 256x256x256 0.11
