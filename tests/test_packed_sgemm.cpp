@@ -93,8 +93,8 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
 
 // More columns than the in-place paths take (A in place up to 128, dot products up to 32), on one
 // thread and on two: few rows read B in place (up to 6 A slivers per thread), many rows and one
-// sliver per thread pack it, and a sum of one KC step splits the columns; every transpose, sums
-// around KC.
+// sliver per thread pack it, and at least 32 B slivers per thread split the columns; every
+// transpose, sums around KC.
 TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
@@ -113,6 +113,12 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
         // one: on two threads, each takes columns with all the rows.
         for (int64_t k : {int64_t(17), bl.kc})
           check({ta, tb, 2 * bl.mc + 5, 64 * bl.nr + 3, k, 1.0f, 0.5f});
+        // Columns split over several steps of the sum (the last one shorter), A in blocks of
+        // at most MC rows; past one NC panel, whose last part the threads split otherwise, with
+        // B packed (more than 6 A slivers per thread) and read in place (fewer).
+        if (ta == tb) check({ta, tb, 2 * bl.mc + 5, 64 * bl.nr + 3, bl.kc + 5, 1.0f, 0.0f});
+        for (int64_t m : {int64_t(bl.mr + 5), 2 * bl.mc + 5})
+          check({ta, tb, m, bl.nc + 64 * bl.nr + 3, 17, 1.0f, 0.5f});
       }
   }
   omp_set_num_threads(saved);

@@ -406,20 +406,28 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const bool direct_a =
       !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
   GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
-  // One step of the sum (k <= kc), more rows than one A block and at least 256 columns per
-  // thread: C is most of the traffic, written once. The threads split the columns, each with all
-  // the rows, so that each writes one contiguous run of C (column-major) that the hardware
-  // prefetchers follow; split by rows, each thread wrote a few hundred rows of every column, ldc
-  // apart. Zen 5 family 26, 2 threads, ms rows -> columns (primbench run, medians of 20-50):
-  // AlexNet fc8's weight gradient 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50; in a later,
-  // quieter hour 0.56-0.61 -> 0.48-0.51), fc7's 4096x4096x16 3.68 -> 2.32, 1000x4096x64 (B^T)
-  // 2.17 -> 1.39, 512x512x256 0.47-0.55 -> 0.38-0.50. Each thread packs all of A, which lost
-  // where the columns are few or the rows fit one block: 50176x64x27 (A^T) 0.68-0.71 -> 0.90-0.95,
-  // 12544x128x147 (A^T) 1.31-1.49 -> 1.66-1.69, 3136x256x64 0.27 -> 0.28-0.29, 256x256x256 0.11
-  // -> 0.12-0.16. Against onednn/matmul (bench_gemm, medians of 3, two alternating runs each):
-  // the 13 weight gradients of alexnet_fc and fcn5, geomean 1.34-1.38 -> 1.68-1.69.
-  if (nt > 1 && k <= kc_max && m > cf.mc && !direct_a && ceil_div(n, nr) >= 32 * nt)
-    blocks = {false, 1};
+  // At least 32 B slivers (256 columns) per thread: the threads split the columns. Each packs its
+  // own B slivers into its own buffer and all the rows of A, block by block, into its own: nothing
+  // is shared, so there is no barrier, each B line is packed and read by one core, B is streamed
+  // once in all (split by rows, each thread streamed all of it, and half of each packed panel came
+  // from the other core), and each thread writes one contiguous run of C (column-major).
+  // First (60bb90e) for one step of the sum only, with all the rows in one block: Zen 5 family 26,
+  // 2 threads, ms rows -> columns (primbench run, medians of 20-50): AlexNet fc8's weight gradient
+  // 1000x4096x16 (B^T) 1.10 -> 0.48 (oneDNN 0.50), fc7's 4096x4096x16 3.68 -> 2.32; against
+  // onednn/matmul, the 13 weight gradients of alexnet_fc and fcn5 geomean 1.34-1.38 -> 1.68-1.69.
+  // For every sum, with A in blocks (the same machine, primbench run, medians of 10, two rounds
+  // alternating, ms rows -> columns): 512x512x512 0.95-0.98 -> 0.80-0.82, 1024x1024x1024 6.75 ->
+  // 5.64-5.95, 2048x2048x2048 47.5-48.1 -> 44.0-45.6, 1760x7000x1760 133-135 -> 113, 2560x7000x2560
+  // 266-275 -> 240-252, 512x24000x1536 (A^T) 123-124 -> 98-99, 384x6000x2048 32-36 -> 26,
+  // 256x3136x1152 5.9-6.0 -> 5.1; DeepBench's inference server set (75 shapes, the same way):
+  // geomean 1.07x, its M = 512 and 1024 shapes with N >= 1500 1.14-1.33x, nothing slower beyond
+  // the noise of the shapes the rule does not take (N <= 4). On the AVX2 path (PRIMBENCH_SIMD=avx2)
+  // even or faster: 256x3136x1152 13.3-14.7 -> 10.0-10.6, 1024x1024x1024 12.2-12.5 -> 11.5-11.7.
+  // Fewer columns lost: each thread packs all of A for them (with 4 slivers per thread and one
+  // step of the sum: 50176x64x27 (A^T) 0.68-0.71 -> 0.90-0.95, 12544x128x147 (A^T) 1.31-1.49 ->
+  // 1.66-1.69, 3136x256x64 0.27 -> 0.28-0.29, 256x256x256 0.11 -> 0.12-0.16; with 16 per thread
+  // for every sum, 5124x400x2048 27.1-27.5 -> 28.3-29.3).
+  if (nt > 1 && !direct_a && ceil_div(n, nr) >= 32 * nt) blocks = {false, 1};
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
   // Blocks cut at vector rows only when each thread has one: with several per thread the
@@ -428,6 +436,12 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // 4096x64x4096 (A^T) 194 -> 208, 512x24000x2560 271 -> 279, 1024x48000x2560 (A^T) 291 -> 288.
   const int64_t mu = n_ic <= nt ? cf.mu : mr, units = ceil_div(m, mu);
   const int64_t mc = ceil_div(ceil_div(units, n_ic) * mu, mr) * mr;  // the largest block
+  // Columns split: each thread packs A in n_cb blocks of at most the capacity of one row block
+  // (mc x kc floats), so that more rows go in one block where the sum is short (all of AlexNet
+  // fc8's 1000 rows at k = 16: each thread then writes C column after column).
+  const int64_t kc1 = std::min(k, kc_max);
+  const int64_t n_cb = ceil_div(n_sl, std::max<int64_t>(1, cf.mc * kc_max / kc1 / mr));
+  const int64_t mc_cb = ceil_div(n_sl, n_cb) * mr;
   auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
     const int64_t u0 = blk * units / n_ic, u1 = (blk + 1) * units / n_ic;
     *ic = u0 * mu;
@@ -459,7 +473,7 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const int64_t b_cs = tb ? 1 : ldb, b_ps = tb ? ldb : 1;
   static thread_local std::vector<float> b_buf;
   float* bp =
-      b_in_place || direct
+      b_in_place || direct || !split_rows
           ? nullptr
           : scratch(b_buf, static_cast<size_t>(kc_max) * ceil_div(std::min(n, nc_max), nr) * nr);
 
@@ -470,10 +484,18 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   {
     static thread_local std::vector<float> a_buf;
     float* ap_own = nullptr;
-    errors.run([&] { ap_own = scratch(a_buf, size_t(mc) * kc_max, true); });
+    errors.run([&] {
+      ap_own = scratch(a_buf, split_rows ? size_t(mc) * kc_max : size_t(mc_cb) * kc1, true);
+    });
     static thread_local std::vector<float> b_own;
     float* bp_own = nullptr;
     if (direct) errors.run([&] { bp_own = scratch(b_own, size_t(kc_max) * n_jd * nr, true); });
+    // Columns split: each thread packs its own B slivers into its own buffer, with no barrier.
+    if (!split_rows && !b_in_place && !direct)
+      errors.run([&] {
+        const int64_t per = ceil_div(ceil_div(std::min(n, nc_max), nr), omp_get_num_threads());
+        bp_own = scratch(b_own, size_t(kc_max) * per * nr, true);
+      });
     // A in place, B (at most 128 columns) packed by each thread into its own buffer: nothing is
     // shared, so no barrier until the end. Each thread keeps its rows over the whole sum; one
     // block per thread is that thread's at every call (its rows stay in its caches when a
@@ -522,12 +544,14 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
         for (int64_t pc = 0; pc < k; pc += kc_max) {
           const int64_t kc = std::min(kc_max, k - pc);
           const float beta_eff = pc == 0 ? beta : 1.0f;
-          if (!b_in_place) {
+          if (!b_in_place && split_rows) {
 #pragma omp for schedule(static)
             for (int64_t s = 0; s < n_jr; ++s) pack_b(tb, b, ldb, pc, kc, jc, nc, nr, s, s + 1, bp);
           }
           // The tiles of one A block: every B sliver (jr) against every A sliver (ir).
-          auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1) {
+          // B sliver jr at bq + (jr - jq) * nr * kc.
+          auto tiles = [&](int64_t ic, int64_t mcv, const float* ap, int64_t jr0, int64_t jr1,
+                           const float* bq, int64_t jq) {
             const int64_t n_ir = ceil_div(mcv, mr);
             for (int64_t jr = jr0; jr < jr1; ++jr) {
               const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
@@ -539,8 +563,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
                   cf.in_place(kc, ap + ir * mr * kc, bs, b_cs, b_ps, cj + ir * mr, ldc, alpha,
                               beta_eff, mv, nv);
                 else
-                  cf.kernel(kc, ap + ir * mr * kc, mr, bp + jr * nr * kc, cj + ir * mr, ldc, alpha,
-                            beta_eff, mv, nv);
+                  cf.kernel(kc, ap + ir * mr * kc, mr, bq + (jr - jq) * nr * kc, cj + ir * mr, ldc,
+                            alpha, beta_eff, mv, nv);
               }
             }
           };
@@ -551,27 +575,27 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
               int64_t ic, mcv;
               block_rows(blk, &ic, &mcv);
               pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, ceil_div(mcv, mr), ap_own);
-              tiles(ic, mcv, ap_own, 0, n_jr);
+              tiles(ic, mcv, ap_own, 0, n_jr, bp, 0);
             }
           } else {
-            // Columns split: each thread packs the whole block into its own buffer. One shared
-            // pack (each thread some slivers, then a barrier) had every packed line written by
-            // one core and read by both, each call: 128x128x128 spent 12 us packing 64 KB that
-            // takes 3 us alone. Interleaved in one process (medians of 11-21), 2 threads, Xeon
-            // family 6 model 207, GFLOP/s shared -> own: 128x128x128 128-134 -> 200-237,
-            // 64x64x512 83 -> 146, 128x128x128 (A^T B^T) 117 -> 213, 160x700x2560 274 -> 291,
-            // 96x4096x1024 293 -> 299.
-            if (!errors.failed()) pack_a(ta, a, lda, 0, m, pc, kc, mr, 0, n_sl, ap_own);
-            // With B in place nothing is shared: no barrier (the static split gives each thread
-            // the same columns at every step of the sum). A packed B is rewritten at the next step.
-            if (b_in_place) {
-#pragma omp for schedule(static) nowait
-              for (int64_t jr = 0; jr < n_jr; ++jr)
-                if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
-            } else {
-#pragma omp for schedule(static)
-              for (int64_t jr = 0; jr < n_jr; ++jr)
-                if (!errors.failed()) tiles(0, m, ap_own, jr, jr + 1);
+            // Columns split: each thread packs A (block by block) and its B slivers into its own
+            // buffers, and takes the same columns at every step of the sum, so nothing is shared
+            // and there is no barrier. One shared A pack (each thread some slivers, then a
+            // barrier) had every packed line written by one core and read by both, each call:
+            // 128x128x128 spent 12 us packing 64 KB that takes 3 us alone. Interleaved in one
+            // process (medians of 11-21), 2 threads, Xeon family 6 model 207, GFLOP/s shared ->
+            // own: 128x128x128 128-134 -> 200-237, 64x64x512 83 -> 146, 128x128x128 (A^T B^T)
+            // 117 -> 213, 160x700x2560 274 -> 291, 96x4096x1024 293 -> 299.
+            const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+            const int64_t jr0 = t * n_jr / nth, jr1 = (t + 1) * n_jr / nth;
+            if (errors.failed()) continue;
+            if (!b_in_place)
+              pack_b(tb, b, ldb, pc, kc, jc + jr0 * nr, nc - jr0 * nr, nr, 0, jr1 - jr0, bp_own);
+            for (int64_t blk = 0; blk < n_cb; ++blk) {
+              const int64_t s0 = blk * n_sl / n_cb, s1 = (blk + 1) * n_sl / n_cb;
+              const int64_t ic = s0 * mr, mcv = std::min(s1 * mr, m) - ic;
+              pack_a(ta, a, lda, ic, mcv, pc, kc, mr, 0, s1 - s0, ap_own);
+              tiles(ic, mcv, ap_own, jr0, jr1, bp_own, jr0);
             }
           }
         }
