@@ -10,7 +10,9 @@
 // operand there and packing it cost more than the few products it serves (1760x16x1760: 0.43 ->
 // 0.25 ms). There each thread also packs all of B (N <= 128 columns) into its own buffer and keeps
 // its rows over the whole sum (direct_block below), so the threads share nothing until the end.
-// With op(A) = A^T and N <= 32, each C element is a dot product (gemm_tn_dot). With few rows
+// With op(A) = A^T and N <= 128 on the AVX-512 path, A is read in place too: tiles of C^T with
+// op(A)'s elements broadcast (gemm_tn_bcast); each C element a dot product (gemm_tn_dot) where
+// that path does not apply and N <= 32. With few rows
 // (at most 6 slivers per thread), B is read in place instead of packed (b_in_place below).
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
@@ -374,6 +376,179 @@ GemmRowBlocks gemm_row_blocks(int nt, int64_t m, int64_t n, int64_t mc, int mr, 
   return {true, std::min(n_sl, ceil_div(ceil_div(m, mc), nt) * nt)};
 }
 
+namespace {
+
+#ifdef PB_X86
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12, inside the AVX-512 intrinsics
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// op(A) = A^T with 33 to kBcastMaxN columns (DeepBench's N = 64 and 128 with A^T, the fully
+// connected layers' data gradients): A is read in place, not packed. Its rows are contiguous
+// along the sum there, so the micro-kernel keeps a tile of C^T: kBcastRows rows of op(A), each
+// element broadcast, against 16 or 32 columns of op(B) as vectors (B packed by each thread into
+// its own buffer, [p][32 columns]); the tile is transposed in registers to store C's columns.
+// The packed path's transposing copy of A (a pass over all of A before the products use it) took
+// a quarter of these shapes' time, and the dot products (up to 32 columns) reduce 16 lanes per
+// element of C. Zen 5 family 26, 2 threads, primbench run (medians of 20, two rounds alternating),
+// ms packed or dot products -> broadcast: 2560x64x2560 (A^T) 3.06-3.12 -> 2.10-2.12 (oneDNN
+// 2.7), 4096x64x4096 8.2-8.4 -> 5.8-6.2, 7680x64x2560 9.3-9.8 -> 6.5-6.8, 1760x128x1760
+// 2.59-2.62 -> 1.98, 9216x128x4096 (AlexNet fc6's data gradient at batch 128) 31.3-32.0 -> 27.4,
+// 2560x64x2560 with B^T 3.04-3.07 -> 2.09-2.2; up to 32 columns: 2560x32x2560 1.56-1.59 ->
+// 1.02, 7680x16x2560 3.1-3.2 -> 2.1-2.2, 1024x16x500000 95-107 -> 65-74, 50176x16x27 1.37-1.44
+// -> 0.37-0.38. With 64 rows (5 groups of 14 on 2 threads) it lost (64x16x500000 6.3-7.4 ->
+// 7.5-8.4), hence 4 groups per thread; the sum's block, for the thread's B panel in half of L2
+// (2048 at 64 columns, 1024 at 128), against 512: 4096x64x4096 6.5-7.8 -> 5.7-5.8, 9216x128x4096
+// 29.5-29.8 -> 27.4.
+constexpr int kBcastRows = 14;  // 14 x 2 accumulators, 2 B vectors and the broadcast: 31 registers
+constexpr int64_t kBcastMaxN = 128;
+// Below this sum (with more than 32 columns), storing the tiles (two transposes per 32 columns
+// and KC step) cost more than packing A: 12544x128x147 (A^T) 1.32-1.43 -> 1.41-2.0 ms,
+// 12544x128x256 2.64-2.72 -> 3.0-3.3, 12544x64x256 even, 3136x128x384 1.01-1.06 -> 0.89-0.90.
+constexpr int64_t kBcastMinK = 384;
+constexpr int64_t kBcastPrefetch = 64;  // floats ahead on each row of A (128, 256: no faster)
+
+// r[i] lane l -> r[l] lane i (a 16 x 16 transpose: within 128-bit lanes, then across them).
+__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m512 u[16];  // u[4g + q], 128-bit lane L: rows 4g..4g+3 of column 4L + q
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xEE);
+    r[q] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[4 + q] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+    r[8 + q] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + q] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+  }
+}
+
+// C(r, j) = alpha * sum over p < kc of a[r * lda + p] * bp[p * 16 NV + j] + beta * C(r, j), for
+// r < mv (<= R) and j < nv (<= 16 NV); rows of a past mv are read (the caller pads them) but not
+// stored. beta = 0 does not read C.
+template <int R, int NV>
+__attribute__((target("avx512f,fma"))) void bcast_tile(int64_t kc, const float* a, int64_t lda,
+                                                       const float* bp, float* c, int64_t ldc,
+                                                       float alpha, float beta, int mv, int nv) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  auto step = [&](int64_t p) {
+    __m512 bv[NV];
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(bp + p * 16 * NV + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + p]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  };
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    // The rows stream from memory, R streams a row stride apart: fetch each a few lines ahead.
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + p + kBcastPrefetch), _MM_HINT_T0);
+    for (int q = 0; q < 16; ++q) step(p + q);
+  }
+  for (; p < kc; ++p) step(p);
+  const __mmask16 rows = static_cast<__mmask16>((1u << mv) - 1);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int v = 0; v < NV; ++v) {
+    __m512 t[16];
+    for (int r = 0; r < 16; ++r) t[r] = r < R ? acc[r < R ? r : 0][v] : _mm512_setzero_ps();
+    transpose16(t);  // t[j]: rows 0..15 of column 16 v + j
+    for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
+      float* cj = c + (16 * v + j) * ldc;
+      __m512 x = _mm512_mul_ps(t[j], va);
+      if (beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(rows, cj), x);
+      _mm512_mask_storeu_ps(cj, rows, x);
+    }
+  }
+}
+
+void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                   int nt) {
+  constexpr int R = kBcastRows;
+  // The sum's block: the thread's B panel (n columns, padded to 32) in half of L2.
+  const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
+  const int64_t kcb =
+      std::clamp<int64_t>(l2 / 2 / (4 * ceil_div(n, int64_t(32)) * 32) / 16 * 16, 256, 2048);
+  const int64_t n32 = n / 32, n_tail = n % 32;  // full 32-column slivers, then one of 16 or 32
+  const int tail_nv = n_tail == 0 ? 0 : n_tail <= 16 ? 1 : 2;
+  const int64_t groups = ceil_div(m, int64_t(R));
+  RegionErrors errors;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    static thread_local std::vector<float> b_own, a_tail;
+    float* bp = nullptr;
+    float* at = nullptr;
+    errors.run([&] {
+      bp = scratch(b_own, size_t(kcb) * (n32 + 1) * 32, true);
+      at = scratch(a_tail, size_t(kcb) * R, true);
+    });
+    const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+    const int64_t g0 = groups * t / nth, g1 = groups * (t + 1) / nth;
+    for (int64_t pc = 0; pc < k && !errors.failed(); pc += kcb) {
+      const int64_t kc = std::min(kcb, k - pc);
+      // B: each sliver [p][16 NV columns], zero past n.
+      for (int64_t s = 0; s < n32 + (tail_nv ? 1 : 0); ++s) {
+        const int w = s < n32 ? 32 : 16 * tail_nv;
+        const int nv = static_cast<int>(std::min<int64_t>(w, n - 32 * s));
+        float* d = bp + s * 32 * kcb;
+        if (!tb) {
+          transpose_copy(b + pc + 32 * s * ldb, ldb, nv, kc, d, w);
+          for (int64_t p = 0; nv < w && p < kc; ++p)
+            std::fill(d + p * w + nv, d + (p + 1) * w, 0.0f);
+        } else {
+          for (int64_t p = 0; p < kc; ++p) {
+            std::memcpy(d + p * w, b + 32 * s + (pc + p) * ldb, nv * sizeof(float));
+            std::fill(d + p * w + nv, d + (p + 1) * w, 0.0f);
+          }
+        }
+      }
+      const float bt = pc == 0 ? beta : 1.0f;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t i = g * R;
+        const int mv = static_cast<int>(std::min<int64_t>(R, m - i));
+        const float* ap = a + i * lda + pc;
+        int64_t la = lda;
+        if (mv < R) {  // the last rows: copied, the rest zero, so the tile reads only its own
+          for (int r = 0; r < R; ++r) {
+            if (r < mv)
+              std::memcpy(at + r * kc, ap + r * lda, kc * sizeof(float));
+            else
+              std::fill(at + r * kc, at + (r + 1) * kc, 0.0f);
+          }
+          ap = at;
+          la = kc;
+        }
+        for (int64_t s = 0; s < n32; ++s)
+          bcast_tile<R, 2>(kc, ap, la, bp + s * 32 * kcb, c + i + 32 * s * ldc, ldc, alpha, bt, mv,
+                           32);
+        if (tail_nv == 1)
+          bcast_tile<R, 1>(kc, ap, la, bp + n32 * 32 * kcb, c + i + 32 * n32 * ldc, ldc, alpha, bt,
+                           mv, static_cast<int>(n_tail));
+        else if (tail_nv == 2)
+          bcast_tile<R, 2>(kc, ap, la, bp + n32 * 32 * kcb, c + i + 32 * n32 * ldc, ldc, alpha, bt,
+                           mv, static_cast<int>(n_tail));
+      }
+    }
+  }
+  errors.rethrow();
+}
+#pragma GCC diagnostic pop
+#endif
+}  // namespace
+
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
@@ -384,6 +559,9 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const Config& cf = config();
   const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
+  if (ta && n <= kBcastMaxN && cf.kernel == kernel_avx512 &&
+      ceil_div(m, int64_t(kBcastRows)) >= 4 * nt && (n <= kDotMaxN || k >= kBcastMinK))
+    return gemm_tn_bcast(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
   if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
 #endif
