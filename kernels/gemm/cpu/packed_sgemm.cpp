@@ -395,11 +395,23 @@ namespace {
 // 2.59-2.62 -> 1.98, 9216x128x4096 (AlexNet fc6's data gradient at batch 128) 31.3-32.0 -> 27.4,
 // 2560x64x2560 with B^T 3.04-3.07 -> 2.09-2.2; up to 32 columns: 2560x32x2560 1.56-1.59 ->
 // 1.02, 7680x16x2560 3.1-3.2 -> 2.1-2.2, 1024x16x500000 95-107 -> 65-74, 50176x16x27 1.37-1.44
-// -> 0.37-0.38. With 64 rows (5 groups of 14 on 2 threads) it lost (64x16x500000 6.3-7.4 ->
-// 7.5-8.4), hence 4 groups per thread; the sum's block, for the thread's B panel in half of L2
-// (2048 at 64 columns, 1024 at 128), against 512: 4096x64x4096 6.5-7.8 -> 5.7-5.8, 9216x128x4096
-// 29.5-29.8 -> 27.4.
-constexpr int kBcastRows = 14;  // 14 x 2 accumulators, 2 B vectors and the broadcast: 31 registers
+// -> 0.37-0.38. With 64 rows (then in 5 groups of 14 on 2 threads) it lost (64x16x500000
+// 6.3-7.4 -> 7.5-8.4), hence kBcastMinRows per thread (128 rows won); the sum's block, for the
+// thread's B panel in half of L2 (2048 at 64 columns, 1024 at 128), against 512:
+// 4096x64x4096 6.5-7.8 -> 5.7-5.8, 9216x128x4096 29.5-29.8 -> 27.4.
+//
+// Rows of op(A) per tile: with 14 (14 x 2 accumulators, 2 B vectors and the broadcast, 31
+// registers), a row stride of a multiple of 1024 floats put the 14 rows' current lines in one L1
+// set (64 sets of 64 bytes on these cores: 4 KB per way, 8 or 12 ways), where they evicted each
+// other: 4096x64x4096 (A^T) 7.1-9.9 ms, 5.5-6.0 with lda 4100 or 4112. With 7 rows, 5.6 there
+// (2048x128x2048 3.0-3.1 -> 2.86-2.89, 4096x32x4096 4.4-4.5 -> 2.7-2.8; a plain copy of each
+// group's rows first: 7.1-7.2), and as fast as 14 elsewhere (2560x64x2560 2.08-2.15 against
+// 2.10-2.12, 7680x64x2560 6.6-6.7 against 6.5-6.6, 1760x128x1760 1.96-2.02 against 1.97-2.01).
+// Against onednn/matmul (bench_gemm, medians of 3, two runs each), the 12 shapes with lda a
+// power of two among deepbench_train's A^T ones and vgg16_fc's fc7 data gradients: geomean
+// 1.15-1.24 with 14 rows, 1.06 with the copy, 1.30 with 7. The figures above are with 14.
+constexpr int kBcastRows = 7;
+constexpr int64_t kBcastMinRows = 56;  // per thread
 constexpr int64_t kBcastMaxN = 128;
 // Below this sum (with more than 32 columns), storing the tiles (two transposes per 32 columns
 // and KC step) cost more than packing A: 12544x128x147 (A^T) 1.32-1.43 -> 1.41-2.0 ms,
@@ -559,8 +571,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const Config& cf = config();
   const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
-  if (ta && n <= kBcastMaxN && cf.kernel == kernel_avx512 &&
-      ceil_div(m, int64_t(kBcastRows)) >= 4 * nt && (n <= kDotMaxN || k >= kBcastMinK))
+  if (ta && n <= kBcastMaxN && cf.kernel == kernel_avx512 && m >= kBcastMinRows * nt &&
+      (n <= kDotMaxN || k >= kBcastMinK))
     return gemm_tn_bcast(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
   if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
