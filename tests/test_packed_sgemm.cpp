@@ -126,9 +126,10 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
 
 // op(A) = A^T with up to 128 columns is read in place on the AVX-512 path (tiles of C^T: 7 rows
 // of op(A) broadcast against 16 or 32 columns, transposed to store): full and partial row groups
-// and column slivers, sums shorter than one step of 16, at the limit where more than 32 columns
-// take that path, and past one KC step (at most 2048); both op(B), beta 0 and not, one thread and
-// two (at least 56 rows per thread take it). On the other paths, the same products packed.
+// and column slivers, sums shorter than one step of 16, at the limits of columns (more than 8
+// take that path, more than 32 only with a long sum), and past one KC step (at most 2048); both
+// op(B), beta 0 and not, one thread and two (at least 56 rows per thread take it). On the other
+// paths, the same products packed.
 TEST(PackedSgemmSmoke, ATransposedInPlace) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
@@ -137,7 +138,7 @@ TEST(PackedSgemmSmoke, ATransposedInPlace) {
     omp_set_num_threads(nt);
     SCOPED_TRACE("threads " + std::to_string(nt));
     for (bool tb : {false, true})
-      for (int64_t n : {16, 17, 32, 33, 48, 64, 65, 128})
+      for (int64_t n : {8, 9, 16, 17, 32, 33, 48, 64, 65, 128})
         for (int64_t m : {112, 113, 118})
           for (int64_t k : {17, 385, 2049}) {
             check({true, tb, m, n, k, 1.5f, 0.5f});

@@ -413,6 +413,10 @@ namespace {
 constexpr int kBcastRows = 7;
 constexpr int64_t kBcastMinRows = 56;  // per thread
 constexpr int64_t kBcastMaxN = 128;
+// Up to 8 columns the dot products stay: half of the 16-column tile computed nothing
+// (1024x8x500000 (A^T) 61.7 -> 69.6 ms, 512x8x500000 33.0 -> 34.5, bench_gemm, one run each;
+// the first moved 52-73 ms between processes of one build).
+constexpr int64_t kBcastMinN = 8;
 // Below this sum (with more than 32 columns), storing the tiles (two transposes per 32 columns
 // and KC step) cost more than packing A: 12544x128x147 (A^T) 1.32-1.43 -> 1.41-2.0 ms,
 // 12544x128x256 2.64-2.72 -> 3.0-3.3, 12544x64x256 even, 3136x128x384 1.01-1.06 -> 0.89-0.90.
@@ -571,8 +575,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   const Config& cf = config();
   const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
-  if (ta && n <= kBcastMaxN && cf.kernel == kernel_avx512 && m >= kBcastMinRows * nt &&
-      (n <= kDotMaxN || k >= kBcastMinK))
+  if (ta && n > kBcastMinN && n <= kBcastMaxN && cf.kernel == kernel_avx512 &&
+      m >= kBcastMinRows * nt && (n <= kDotMaxN || k >= kBcastMinK))
     return gemm_tn_bcast(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
   if (ta && !tb && n <= kDotMaxN && cf.kernel == kernel_avx512)
     return gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
