@@ -62,6 +62,18 @@ std::vector<int64_t> around(int64_t x) {
   return {x - 1, x, x + 1};
 }
 
+// Runs f on one thread and on two, then restores the thread count.
+template <class F>
+void on_one_and_two_threads(F f) {
+  const int saved = omp_get_max_threads();
+  for (int nt : {1, 2}) {
+    omp_set_num_threads(nt);
+    SCOPED_TRACE("threads " + std::to_string(nt));
+    f();
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST(PackedSgemmSmoke, TileEdgesEveryTranspose) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
@@ -98,11 +110,8 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
 TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
-  const int saved = omp_get_max_threads();
   const int64_t n = 3 * bl.nr + 131;
-  for (int nt : {1, 2}) {
-    omp_set_num_threads(nt);
-    SCOPED_TRACE("threads " + std::to_string(nt));
+  on_one_and_two_threads([&] {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         for (int64_t m : {int64_t(1), int64_t(bl.mr - 1), int64_t(bl.mr + 1), 2 * int64_t(bl.mr),
@@ -120,8 +129,7 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
         for (int64_t m : {int64_t(bl.mr + 5), 2 * bl.mc + 5})
           check({ta, tb, m, bl.nc + 64 * bl.nr + 3, 17, 1.0f, 0.5f});
       }
-  }
-  omp_set_num_threads(saved);
+  });
 }
 
 // op(A) = A^T with up to 128 columns is read in place on the AVX-512 path (tiles of C^T: 7 rows
@@ -131,12 +139,8 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
 // op(B), beta 0 and not, one thread and two (at least 56 rows per thread take it). On the other
 // paths, the same products packed.
 TEST(PackedSgemmSmoke, ATransposedInPlace) {
-  const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
-  const int saved = omp_get_max_threads();
-  for (int nt : {1, 2}) {
-    omp_set_num_threads(nt);
-    SCOPED_TRACE("threads " + std::to_string(nt));
+  on_one_and_two_threads([&] {
     for (bool tb : {false, true})
       for (int64_t n : {8, 9, 16, 17, 32, 33, 48, 64, 65, 128})
         for (int64_t m : {112, 113, 118})
@@ -144,8 +148,7 @@ TEST(PackedSgemmSmoke, ATransposedInPlace) {
             check({true, tb, m, n, k, 1.5f, 0.5f});
             if (k == 385) check({true, tb, m, n, k, 1.0f, 0.0f});
           }
-  }
-  omp_set_num_threads(saved);
+  });
 }
 
 // op(A) = A is read in place up to 64 columns, and up to 128 with at least 4 rows per column:
@@ -153,20 +156,17 @@ TEST(PackedSgemmSmoke, ATransposedInPlace) {
 TEST(PackedSgemmSmoke, AInPlaceUpTo128Columns) {
   const SgemmBlocking bl = sgemm_packed_blocking();
   SCOPED_TRACE(sgemm_packed_config());
-  const int saved = omp_get_max_threads();
-  for (int nt : {1, 2}) {
-    omp_set_num_threads(nt);
-    SCOPED_TRACE("threads " + std::to_string(nt));
+  on_one_and_two_threads([&] {
     for (bool tb : {false, true})
       for (int64_t n : {int64_t(65), int64_t(8 * bl.nr + 3), int64_t(128), int64_t(129)})
         for (int64_t m : {4 * n - 1, 4 * n, 4 * n + bl.mr + 1})
           check({false, tb, m, n, bl.kc + 1, 1.0f, 0.5f});
     check({false, false, 512, 128, 2 * bl.kc + 3, 2.0f, 0.0f});
-  }
-  omp_set_num_threads(saved);
+  });
 }
 
-// A^T x B with few columns runs as chunked dot products (no pack) of 8192 terms: each thread
+// A^T x B with few columns runs as chunked dot products (no pack) of 8192 terms where the in-place
+// tiles above do not take it (up to 8 columns, or fewer than 56 rows per thread): each thread
 // takes its rows through every chunk (k = 4 * 2048 + 17 is two chunks on that path), or a long
 // sum (12 * 2048 + 5, four chunks) is split across threads into partials added at the end.
 TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {
@@ -177,14 +177,10 @@ TEST(PackedSgemmSmoke, TransposedAFewColumnsLongSums) {
   // Its tiles are 6 rows of op(A) by 4 columns of B, the last rows of a thread's range one at a
   // time: M one below, at and one above one and two row groups per thread, N around one column
   // group and at the path's limit, on one thread and on two.
-  const int saved = omp_get_max_threads();
-  for (int nt : {1, 2}) {
-    omp_set_num_threads(nt);
-    SCOPED_TRACE("threads " + std::to_string(nt));
+  on_one_and_two_threads([&] {
     for (int64_t m : {5, 6, 7, 11, 12, 13, 23, 24, 25})
       for (int64_t n : {3, 4, 5, 32}) check({true, false, m, n, 35, 1.0f, 0.5f});
-  }
-  omp_set_num_threads(saved);
+  });
 }
 
 TEST(PackedSgemmSmoke, AlphaBetaAndEmptySums) {
