@@ -2,6 +2,8 @@
 //   jc: NC columns of C      pc: KC of the sum: pack op(B)[pc, jc] into NR-column slivers (shared)
 //   ic: MC rows of C (one thread each): pack op(A)[ic, pc] into MR-row slivers (per thread)
 //   jr: NR-column slivers    ir: MR-row slivers: the micro-kernel, C tile (+)= A sliver x B sliver
+// With at least 32 B slivers per thread (and with few rows) the threads split the columns instead
+// of the rows: each packs its own B slivers and all of A, block by block, into its own buffers.
 // The micro-kernel keeps an MR x NR tile of C in registers: MR along the columns of C (vectors,
 // C is column-major) and NR broadcast values of B. A B sliver (KC x NR) stays in L1 while the
 // A slivers stream from L2; the A block (MC x KC) fits half of L2, the B panel (KC x NC) a part
@@ -12,8 +14,8 @@
 // its rows over the whole sum (direct_block below), so the threads share nothing until the end.
 // With op(A) = A^T and N <= 128 on the AVX-512 path, A is read in place too: tiles of C^T with
 // op(A)'s elements broadcast (gemm_tn_bcast); each C element a dot product (gemm_tn_dot) where
-// that path does not apply and N <= 32. With few rows
-// (at most 6 slivers per thread), B is read in place instead of packed (b_in_place below).
+// that path does not apply and N <= 32. With few rows (at most 6 slivers per thread), B is read
+// in place instead of packed (b_in_place below).
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
 #include <omp.h>
