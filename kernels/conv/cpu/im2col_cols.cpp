@@ -111,6 +111,8 @@ void copy_even(T* o, const T* s, int64_t n) {
 #pragma GCC diagnostic pop
 #endif
 
+}  // namespace
+
 template <class T>
 void copy_strided(T* o, const T* s, int64_t n, int64_t stride) {
   switch (stride) {
@@ -128,6 +130,9 @@ void copy_strided(T* o, const T* s, int64_t n, int64_t stride) {
   }
 }
 
+template void copy_strided<float>(float*, const float*, int64_t, int64_t);
+
+namespace {
 // Row r = (c, ky, kx) of the column matrix for output rows [oy0, oy1) of one image (`plane`: its
 // channel c), written to out (oy - oy0) * ow on.
 template <class T>

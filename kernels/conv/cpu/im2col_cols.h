@@ -44,6 +44,10 @@ void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t 
 template <class T>
 void gather(const ConvDesc& d, const T* x, int64_t n0, int64_t nb, int64_t gi, T* t, bool par);
 
+// o[i] = s[i * stride], i < n (vectorised for strides 2 to 4; instantiated for float).
+template <class T>
+void copy_strided(T* o, const T* s, int64_t n, int64_t stride);
+
 // True for 1x1, stride 1, no padding: the image is its own column matrix.
 bool pointwise(const ConvDesc& d);
 
