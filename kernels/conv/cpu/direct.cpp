@@ -115,8 +115,7 @@ class DirectConv : public HostConv {
     const TileFn fn = (v_ == 2 ? kTiles2 : kTiles1)[j_ - 1];
     const int64_t wblock = d.icg() * d.kh * d.kw * 16 * v_;
     direct::for_tiles(
-        d, nb_, j_,
-        [&](int64_t n, int64_t gi, int64_t b, int64_t oy, int64_t ox0, float* buf) {
+        d, nb_, j_, [&](int64_t n, int64_t gi, int64_t b, int64_t oy, int64_t ox0, float* buf) {
           const float* plane = in + n * d.ih * plan_.row_stride + gi * d.icg() * plan_.cstride;
           fn(plan_, plane, wp_.data() + (gi * nb_ + b) * wblock, oy, ox0, buf);
           const int64_t oc0 = b * 16 * v_;
@@ -124,8 +123,7 @@ class DirectConv : public HostConv {
               buf, 16 * v_, std::min<int64_t>(16 * v_, d.ocg() - oc0), j_,
               dst_.data() + ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0,
               d.oh * d.ow);
-        },
-        /*split_static=*/true);
+        });
   }
 
  private:

@@ -88,31 +88,25 @@ constexpr int kMaxJ = 14;
 // The forward's task loop, shared by every data type: OpenMP over (image, group, block of nb
 // output-channel blocks, output row), each row in J-wide chunks (the last overlapping the one
 // before instead of running past the row): tile(n, gi, b, oy, ox0, buf) with a per-thread scratch
-// of kMaxJ x 32 floats. The rows are shared out dynamically (a preempted thread does not hold the
-// other up), or with split_static in one contiguous range per thread: each thread then reads the
-// input rows its own core copied (the forward's copy loop splits the same order statically), and
-// writes output rows the other core does not touch. fp32 forward, 2 threads, Zen 5 family 26,
-// alternating processes (medians of 3), ms dynamic -> static: AlexNet conv1 (11x11 stride 4)
-// 10.3 -> 7.4, VGG-16 conv1_1 30.2 -> 20.4, ResNet-50 res2 1x1 256 -> 64 13.0 -> 10.9, AlexNet
-// conv2 (5x5, 2 groups) 18.9 -> 18.0.
+// of kMaxJ x 32 floats. One contiguous range of rows per thread: each thread then reads the input
+// rows its own core copied (the input copies split the same order statically) and writes output
+// rows the other core does not touch. 2 threads, Zen 5 family 26, alternating processes (medians
+// of 3), ms shared out dynamically (4 rows at a time) -> static: fp32 AlexNet conv1 (11x11
+// stride 4) 10.3 -> 7.4, VGG-16 conv1_1 30.2 -> 20.4, ResNet-50 res2 1x1 256 -> 64 13.0 -> 10.9,
+// AlexNet conv2 (5x5, 2 groups) 18.9 -> 18.0; u8s8 ResNet-50 conv1 (7x7 stride 2) 10.4 -> 7.4,
+// res2 3x3 4.18 -> 3.40; bf16 res2 3x3 6.90 -> 5.85, res4 3x3 5.30 -> 5.09.
 template <class F>
-void for_tiles(const ConvDesc& d, int64_t nb, int j, F&& tile, bool split_static = false) {
+void for_tiles(const ConvDesc& d, int64_t nb, int j, F&& tile) {
   const int64_t chunks = (d.ow + j - 1) / j;
   const int64_t ntasks = d.mb * d.g * nb * d.oh;
 #pragma omp parallel
   {
     alignas(64) float buf[kMaxJ * 32];
-    auto row = [&](int64_t t) {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < ntasks; ++t) {
       const int64_t oy = t % d.oh, b = (t / d.oh) % nb, gi = (t / d.oh / nb) % d.g,
                     n = t / d.oh / nb / d.g;
       for (int64_t ch = 0; ch < chunks; ++ch) tile(n, gi, b, oy, std::min(ch * j, d.ow - j), buf);
-    };
-    if (split_static) {
-#pragma omp for schedule(static)
-      for (int64_t t = 0; t < ntasks; ++t) row(t);
-    } else {
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t t = 0; t < ntasks; ++t) row(t);
     }
   }
 }
@@ -154,7 +148,7 @@ class BwdData {
   ConvDesc d_;
   int v_ = 1, j_ = 1;
   int64_t nb_ = 1, lpad_ = 0, row_len_ = 0;
-  std::vector<float> wp_, dd_;
+  Tensor wp_, dd_;  // 64-byte aligned
 };
 
 // Backward weights: diff_wei reduced over the batch in a fixed order, each weight owned by one
