@@ -298,7 +298,16 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   };
 
   const bool direct = direct_a && split_rows;  // the threads split the rows (direct_block)
-  const int64_t n_jd = ceil_div(n, nr);        // B slivers of the direct path (n <= 128)
+  // With A's columns off 64-byte alignment (lda not a multiple of 16), every other column's
+  // vectors straddle two cache lines, and a sliver of kc columns then spans a third more lines:
+  // half the kc keeps it in L1 beside the B slivers. Zen 5 family 26, 2 threads, alternating
+  // processes (medians of 10, two rounds), ms kc 256 -> 128: 1000x16x4096 (AlexNet fc8 forward)
+  // 0.41-0.42 -> 0.38-0.41, 1000x64x4096 1.57-1.61 -> 1.50, 1000x128x4096 3.08-3.10 -> 2.87-2.89,
+  // 1768x64x1760 1.18 -> 1.06, 2056x32x2048 0.83-0.85 -> 0.78; AVX2 path 1768x64x1760 2.34 ->
+  // 2.05-2.09, 1000x64x4096 2.78-2.80 -> 2.63-2.66. With aligned columns the half lost
+  // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29).
+  const int64_t kc_direct = lda % 16 ? std::max<int64_t>(1, kc_max / 2) : kc_max;
+  const int64_t n_jd = ceil_div(n, nr);  // B slivers of the direct path (n <= 128)
   // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
   // sliver is read in place too (packing it each KC step took a tenth of 512x16x512). Alternating
   // runs (medians of 9), GFLOP/s packed -> in place: 512x16x512 238-258 -> 279-288, with B^T
@@ -363,8 +372,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
       int64_t ic, mcv;
       block_rows(blk, &ic, &mcv);
       const int64_t n_ir = ceil_div(mcv, mr);
-      for (int64_t pc = 0; pc < k; pc += kc_max) {
-        const int64_t kc = std::min(kc_max, k - pc);
+      for (int64_t pc = 0; pc < k; pc += kc_direct) {
+        const int64_t kc = std::min(kc_direct, k - pc);
         // A partial last sliver is packed (reading 48 rows there would pass the end of A) unless
         // the kernel reads it as far as its rows go.
         if (mcv % mr && !tail_in_place)
