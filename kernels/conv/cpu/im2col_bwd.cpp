@@ -36,8 +36,10 @@ void ChunkedBuffers::plan(const ConvDesc& d, bool channel_blocks) {
   int64_t col_len = no_copy_ ? 0 : k * ncol;
   if (block_rows_ > 0) col_len = k * block_rows_ * d.ow;
   if (block_channels_ > 0) col_len = block_channels_ * per * ncol;
-  col_.assign(static_cast<size_t>(copies * col_len), 0.0f);
-  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * d.ocg() * ncol), 0.0f);
+  // Each thread's part a whole number of cache lines, so that every part starts aligned.
+  const auto lines = [](int64_t n) { return (n + 15) / 16 * 16; };
+  col_.assign(static_cast<size_t>(copies * lines(col_len)), 0.0f);
+  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * lines(d.ocg() * ncol)), 0.0f);
 }
 
 // --- backward data ---
