@@ -14,7 +14,7 @@ using Dims = std::vector<int64_t>;
 int64_t dims_product(const Dims& dims);  // throws InputError on overflow
 std::string dims_str(const Dims& dims);  // "16x64x56x56"
 
-// Owning, aligned, non-copyable (copy with clone()) buffer of T.
+// Owning, aligned, non-copyable (copy with clone()) buffer of T, zero-filled on construction.
 template <class T>
 class HostTensor {
  public:

@@ -92,8 +92,7 @@ class DirectConv : public HostConv {
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
     j_ = direct::pick_j(d.ow, kMaxJ);
     plan_ = direct::make_plan(d, 1);
-    in_ = Tensor({d.mb * d.ih * plan_.row_stride});
-    in_.fill(0.0f);  // the padding stays 0
+    in_ = Tensor({d.mb * d.ih * plan_.row_stride});  // zeroed: the padding stays 0
   }
 
   // The weights repacked (the plan and the padded input depend on the shape only).
@@ -131,8 +130,7 @@ class DirectConv : public HostConv {
   void repack_weights() {
     const ConvDesc& d = d_;
     const int64_t w16 = 16 * v_, kk = d.kh * d.kw;
-    wp_ = Tensor({d.g * nb_ * d.icg() * kk * w16});
-    wp_.fill(0.0f);
+    wp_ = Tensor({d.g * nb_ * d.icg() * kk * w16});  // zeroed
     const float* w = wei_->data();
     for (int64_t gi = 0; gi < d.g; ++gi)
       for (int64_t o = 0; o < d.ocg(); ++o)

@@ -82,8 +82,7 @@ void BwdData::prepare(const ConvDesc& d, const Tensor& wei) {
   j_ = pick_j(min_nq, kMaxJ);
   lpad_ = (d.kw - 1) * (d.dw + 1) / d.sw;  // the largest m
   row_len_ = lpad_ + std::max(d.ow, max_hi);
-  wp_ = Tensor({d.g * nb_ * d.ocg() * kk * w16});
-  wp_.fill(0.0f);
+  wp_ = Tensor({d.g * nb_ * d.ocg() * kk * w16});  // zeroed
   const float* w = wei.data();
   for (int64_t gi = 0; gi < d.g; ++gi)
     for (int64_t o = 0; o < d.ocg(); ++o)
@@ -91,8 +90,7 @@ void BwdData::prepare(const ConvDesc& d, const Tensor& wei) {
         for (int64_t k = 0; k < kk; ++k)
           wp_[(((gi * nb_ + c / w16) * d.ocg() + o) * kk + k) * w16 + c % w16] =
               w[((gi * d.ocg() + o) * d.icg() + c) * kk + k];
-  dd_ = Tensor({d.mb * d.oh * d.oc * row_len_});
-  dd_.fill(0.0f);  // the padding stays 0
+  dd_ = Tensor({d.mb * d.oh * d.oc * row_len_});  // zeroed: the padding stays 0
 }
 
 void BwdData::run(const Tensor& diff_dst, Tensor& diff_src) {
