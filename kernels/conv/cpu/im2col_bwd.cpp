@@ -38,8 +38,8 @@ void ChunkedBuffers::plan(const ConvDesc& d, bool channel_blocks) {
   if (block_channels_ > 0) col_len = block_channels_ * per * ncol;
   // Each thread's part a whole number of cache lines, so that every part starts aligned.
   const auto lines = [](int64_t n) { return (n + 15) / 16 * 16; };
-  col_.assign(static_cast<size_t>(copies * lines(col_len)), 0.0f);
-  tmp_.assign(wide_ ? 0 : static_cast<size_t>(copies * lines(d.ocg() * ncol)), 0.0f);
+  col_ = Tensor({copies * lines(col_len)});
+  tmp_ = Tensor({wide_ ? 0 : copies * lines(d.ocg() * ncol)});
 }
 
 // --- backward data ---

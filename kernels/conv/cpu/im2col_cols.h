@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "kernels/conv/desc.h"
-#include "kernels/core/aligned.h"
 #include "kernels/core/quant.h"
 #include "kernels/core/tensor.h"
 #include "kernels/core/threads.h"
@@ -149,7 +148,7 @@ class ChunkedBuffers {
   int64_t block_channels_ = 0;  // > 0: input channels per block (small images, forward)
   int threads_ = 1;
   bool wide_ = false, no_copy_ = false, per_thread_ = false;
-  AlignedVector<float> col_, tmp_;  // each thread's part 64-byte aligned
+  Tensor col_, tmp_;  // 64-byte aligned, and so is each thread's part
 };
 
 // Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
