@@ -161,7 +161,7 @@ Flags take_flags(int* argc, char** argv) {
   }
   for (const auto& p : f.policies) {
     std::string why;
-    bool any = p == "composed";  // onednn's layer-by-layer plan, below
+    bool any = p == "composed";  // onednn's and cpu's layer-by-layer plans, below
     for (const auto& b : f.backends) any = any || valid_policy(b, p, &why);
     if (!any) throw pb::InputError("--primbench_policies", why);
   }
@@ -243,11 +243,11 @@ void run(benchmark::State& st, const std::string& name, const pb::Network& net,
     st.counters["device_peak_MB"] = r.device_peak_mb;
   st.counters["fallbacks"] = r.fallbacks;
   if (opt.backend == "ocl") st.counters["on_device"] = r.residency == "device" ? 1 : 0;
-  // onednn: 1 when fused (oneDNN's layouts between layers), and its reorders per step.
-  if (opt.backend == "onednn") {
+  // onednn: 1 when fused (oneDNN's layouts between layers), and its reorders per step; cpu: 1
+  // when the bias, batch-norm, add and ReLU after each convolution or fc ran as one pass.
+  if (opt.backend == "onednn" || opt.backend == "cpu")
     st.counters["fused"] = r.composition.rfind("fused", 0) == 0 ? 1 : 0;
-    st.counters["reorders"] = r.reorders;
-  }
+  if (opt.backend == "onednn") st.counters["reorders"] = r.reorders;
   st.counters["batch"] = static_cast<double>(net.batch());
   if (!opt.dt.is_f32()) {
     st.counters["top1_agree"] = prec.top1();
@@ -414,13 +414,17 @@ int main(int argc, char** argv) {
               pb::NetOptions opt;
               opt.backend = backend;
               // oneDNN's own choice per layer is its "auto" algorithm: one candidate, no search.
-              // Policy "composed" (onednn): layer by layer through NCHW, not the fused plan.
-              if (policy == "composed" && backend != "onednn") continue;
+              // Policy "composed": one call per layer (onednn: through NCHW, not the fused plan;
+              // cpu: inference without the passes after each convolution or fc).
+              if (policy == "composed" && backend != "onednn" &&
+                  (backend != "cpu" || mode != "infer"))
+                continue;
               std::string why;
               if (policy != "composed" && !valid_policy(backend, policy, &why)) continue;
               opt.composed = policy == "composed";
-              opt.policy =
-                  backend == "onednn" && (policy == "best" || opt.composed) ? "first" : policy;
+              opt.policy = backend == "onednn" && (policy == "best" || opt.composed) ? "first"
+                           : opt.composed                                            ? "best"
+                                                                                     : policy;
               opt.train = mode == "train";
               if (dt.integer() && opt.train) continue;  // u8s8 is inference
               opt.dt = dt;

@@ -255,6 +255,91 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
   EXPECT_TRUE(r.pass) << "batch-norm ReLU then add: " << r.summary();
 }
 
+// Backend cpu in inference runs what follows each convolution or fc (bias, batch-norm, residual
+// add, ReLU) as one pass, and matches the reference as the composed plan (--composed) does;
+// weights changed through params() reach the passes.
+TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
+  const Network net = Network::load("tiny_resnet");
+  auto kind_of = [](const Network& n, const std::string& layer) {
+    for (const Layer& L : n.layers)
+      if (L.name == layer) return L.kind;
+    return LayerKind::input;
+  };
+  Executor ref(net, options("ref", "first", false));
+  ref.step();
+  for (bool composed : {false, true}) {
+    NetOptions o = options("cpu", "best", false);
+    o.composed = composed;
+    Executor ex(net, o);
+    EXPECT_EQ(ex.composition().rfind(composed ? "composed" : "fused", 0), 0u) << ex.composition();
+    int bnorm_calls = 0, passes = 0;
+    for (const CallInfo& c : ex.calls()) {
+      bnorm_calls += kind_of(net, c.layer) == LayerKind::bnorm;
+      passes += c.impl == "native" && c.phase.find("relu") != std::string::npos;
+    }
+    // Composed: one call per batch-norm; fused: none left, a pass per convolution but the two
+    // projections (folded into the pass of the convolution whose sum they feed).
+    EXPECT_EQ(bnorm_calls, composed ? 9 : 0);
+    EXPECT_EQ(passes, composed ? 0 : 7);
+    ex.step();
+    ex.step();
+    CheckResult r = compare(ex.output(), ref.output());
+    EXPECT_TRUE(r.pass) << "composed=" << composed << ": " << r.summary();
+  }
+  Executor ex(net, options("cpu", "best", false));
+  Executor ref2(net, options("ref", "first", false));
+  ex.step();  // the passes ran once with the first weights
+  for (Executor* e : {&ex, &ref2})
+    for (auto& [name, t] : e->params())
+      for (int64_t i = 0; i < t->size(); ++i) (*t)[i] *= 1.5f;
+  ex.step();
+  ref2.step();
+  CheckResult r = compare(ex.output(), ref2.output());
+  EXPECT_TRUE(r.pass) << "after params() changed the weights: " << r.summary();
+  EXPECT_GT(compare(ex.output(), ref.output()).l2_rel, 1e-3);  // they did change the output
+
+  // The forms a pass takes, and where none is made: a batch-norm with its own ReLU before a sum
+  // (ReLU, then the sum: the pass ends at the batch-norm); a convolution's bias and ReLU; a sum
+  // of two batch-norms, one over a projection without scale; a batch-norm read by two layers
+  // (no pass: it replaces one call); an fc's bias and ReLU.
+  const Network forms =
+      Network::load(temp_net("data input mb2c16h6\n"
+                             "c1 conv mb2ic16ih6oc16kh3ph1 bias\n"
+                             "bn1 bnorm mb2ic16ih6_scale_shift_relu\n"
+                             "sum1 add < bn1,data\n"
+                             "c2 conv mb2ic16ih6oc16kh1 bias < sum1\n"
+                             "r2 act relu_mb2ic16ih6\n"
+                             "c3 conv mb2ic16ih6oc16kh3ph1\n"
+                             "bn3 bnorm mb2ic16ih6_scale_shift\n"
+                             "c4 conv mb2ic16ih6oc16kh1 bias < r2\n"
+                             "bn4 bnorm mb2ic16ih6_shift\n"
+                             "sum2 add < bn3,bn4\n"
+                             "r3 act relu_mb2ic16ih6\n"
+                             "c5 conv mb2ic16ih6oc16kh1\n"
+                             "bn5 bnorm mb2ic16ih6_scale_shift\n"
+                             "r5 act relu_mb2ic16ih6\n"
+                             "sum3 add < r5,bn5\n"
+                             "pool pool mb2ic16ih6kh2sh2_max\n"
+                             "fc fc oc5 bias\n"
+                             "r6 act relu_mb2ic5\n"
+                             "loss loss xent_mb2ic5\n"));
+  Executor fused(forms, options("cpu", "best", false));
+  std::vector<std::string> got;
+  for (const CallInfo& c : fused.calls())
+    if (c.impl == "native" || kind_of(forms, c.layer) == LayerKind::bnorm ||
+        kind_of(forms, c.layer) == LayerKind::add || kind_of(forms, c.layer) == LayerKind::act)
+      got.push_back(c.layer + " " + c.phase);
+  EXPECT_EQ(got, (std::vector<std::string>{"c1 bias+bn+relu", "sum1 fwd", "c2 bias+relu",
+                                           "c3 bn+add_bn+relu", "bn5 fwd", "r5 fwd", "sum3 fwd",
+                                           "fc bias+relu"}));
+  Executor ref3(forms, options("ref", "first", false));
+  fused.step();
+  ref3.step();
+  r = compare(fused.output(), ref3.output());
+  EXPECT_TRUE(r.pass) << r.summary();
+  EXPECT_NEAR(fused.loss(), ref3.loss(), 1e-4 * std::fabs(ref3.loss()));
+}
+
 // Backend onednn in training runs the fused plan too: forward_training and backward primitives
 // in oneDNN's layouts (batch-norm + ReLU as one), the loss and the SGD update composed; its
 // gradients match the reference (BackendsMatchTheReferenceComposition runs tiny_resnet, with

@@ -463,6 +463,9 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   }
   p_->calibrate();
   p_->cache.save();
+  // Backend cpu: what follows a convolution or fc runs as one pass (fuse_native.cpp), unless
+  // --composed keeps one call per layer.
+  if (opt.backend == "cpu" && !opt.train && !opt.composed) p_->composition = p_->fuse_native();
 #ifdef PRIMBENCH_HAVE_ONEDNN
   // The fused plan is oneDNN's own choice per layer: policies first and best; a named algorithm
   // (winograd) keeps the composed calls that honour it.

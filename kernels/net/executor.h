@@ -45,7 +45,8 @@ struct NetOptions {
   std::string find_cache;  // "" = $PRIMBENCH_FIND_CACHE, else ~/.cache/primbench/find.tsv
   // Backend onednn: compose oneDNN's primitives layer by layer through NCHW (as every other
   // backend) instead of the fused plan in oneDNN's own layouts (the default, inference and
-  // training).
+  // training). Backend cpu in inference: one call per layer instead of one pass for the bias,
+  // batch-norm, residual add and ReLU after each convolution or fc (the default).
   bool composed = false;
   // Reduced precision (lowp.cpp): convolution and fc layers run in this type (u8s8: inference;
   // bf16: inference or training with fp32 master weights) with fp32 outputs, every other layer
@@ -108,9 +109,9 @@ class Executor {
   // Backend ocl: "device" (every layer's tensors stay on the device) or "host round trips: <why>";
   // "" for the host backends.
   const std::string& residency() const;
-  // How the plan composes the backend's primitives: "composed", or for onednn "fused
-  // ..." (oneDNN layouts and post-ops); reorders(): its layout conversions per step, -1 when not
-  // counted.
+  // How the plan composes the backend's primitives: "composed", or "fused ..." (onednn:
+  // oneDNN layouts and post-ops; cpu: one pass after each convolution or fc); reorders(): its
+  // layout conversions per step, -1 when not counted.
   const std::string& composition() const;
   int reorders() const;
   const Network& network() const;

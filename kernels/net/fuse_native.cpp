@@ -1,0 +1,252 @@
+// Backend cpu in inference: what follows a convolution or fc layer in the network (its bias, an
+// inference batch-norm, a residual add, ReLU) runs as one pass over the layer's output instead of
+// one call per layer, as a framework's inference graph fuses them (and as the onednn backend's
+// fused plan does with post-ops). The primitive calls stay as they were chosen; only the calls
+// of the layers after them are replaced. See Executor::Impl::fuse_native.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "kernels/net/executor_impl.h"
+
+namespace pb {
+
+namespace {
+
+// One input of the pass: a layer's output y, read as y * m[c] + o[c] per channel, where m and o
+// come from the bias and the batch-norm folded into it (each run: params() may change them).
+struct Operand {
+  const Tensor* y = nullptr;
+  const Tensor* bias = nullptr;  // the producer's bias, added before the batch-norm
+  const Executor::Impl::State* bn = nullptr;
+  BnormDesc bd;
+  std::vector<float> m, o;
+
+  // bn(y + bias) = (y + bias - mean) * g + beta, with g = gamma / sqrt(var + eps).
+  void coefficients(int64_t c) {
+    m.assign(c, 1.0f), o.assign(c, 0.0f);
+    for (int64_t k = 0; k < c; ++k) {
+      const double b = bias ? (*bias)[k] : 0.0;
+      if (!bn) {
+        o[k] = static_cast<float>(b);
+        continue;
+      }
+      const double g = (bd.scale ? bn->scale[k] : 1.0) / std::sqrt(double(bn->rvar[k]) + bd.eps);
+      m[k] = static_cast<float>(g);
+      o[k] = static_cast<float>((b - bn->rmean[k]) * g + (bd.shift ? bn->shift[k] : 0.0));
+    }
+  }
+};
+
+// out = [relu](a.y * a.m + a.o [+ b.y * b.m + b.o]) over an NCHW tensor (an fc output, mb x c,
+// has hw = 1); `out` is neither input.
+struct PointwiseCall : Call {
+  Operand a, b;  // b.y: the residual, or none
+  bool relu = false;
+  Tensor* out = nullptr;
+  int64_t mb = 0, c = 0, hw = 0;
+
+  void run() override {
+    a.coefficients(c);
+    if (b.y) b.coefficients(c);
+    if (relu)
+      b.y ? apply<true, true>() : apply<true, false>();
+    else
+      b.y ? apply<false, true>() : apply<false, false>();
+  }
+
+ private:
+  // kPerElement: element i is channel i (hw 1), else every element is channel 0.
+  template <bool kRelu, bool kSum, bool kPerElement>
+  static void span(const float* __restrict x, const float* __restrict r, float* __restrict z,
+                   int64_t n, const float* m1, const float* o1, const float* m2, const float* o2) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = kPerElement ? i : 0;
+      float v = x[i] * m1[k] + o1[k];
+      if constexpr (kSum) v += r[i] * m2[k] + o2[k];
+      if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
+      z[i] = v;
+    }
+  }
+  template <bool kRelu, bool kSum>
+  void apply() {
+    const float* x = a.y->data();
+    const float* r = kSum ? b.y->data() : nullptr;
+    float* z = out->data();
+    const float *am = a.m.data(), *ao = a.o.data(), *bm = b.m.data(), *bo = b.o.data();
+    if (hw == 1) {  // per image, a vector of channels
+#pragma omp parallel for schedule(static)
+      for (int64_t n = 0; n < mb; ++n) {
+        const int64_t p = n * c;
+        span<kRelu, kSum, true>(x + p, kSum ? r + p : nullptr, z + p, c, am, ao, bm, bo);
+      }
+      return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t nc = 0; nc < mb * c; ++nc) {
+      const int64_t k = nc % c, p = nc * hw;
+      span<kRelu, kSum, false>(x + p, kSum ? r + p : nullptr, z + p, hw, am + k, ao + k,
+                               kSum ? bm + k : nullptr, kSum ? bo + k : nullptr);
+    }
+  }
+};
+
+class NativeFuser {
+ public:
+  explicit NativeFuser(Executor::Impl& ex) : ex_(ex), net_(ex.net) {
+    consumers_.assign(net_.layers.size(), {});
+    for (size_t l = 0; l < net_.layers.size(); ++l)
+      for (int i : net_.layers[l].inputs) consumers_[i].push_back(static_cast<int>(l));
+    for (size_t i = 0; i < ex_.calls.size(); ++i) {
+      const CallInfo& c = ex_.calls[i]->info;
+      call_of_[c.layer + "\t" + c.phase] = i;
+    }
+  }
+
+  // Replaces ex.calls; returns how many passes now run the calls of how many layers.
+  std::pair<int, int> run() {
+    for (size_t l = 0; l < net_.layers.size(); ++l) {
+      const LayerKind k = net_.layers[l].kind;
+      if ((k == LayerKind::conv || k == LayerKind::fc) && !done_.count(l)) fuse_after(l);
+    }
+    if (passes_.empty()) return {0, 0};
+    // The new order: each pass where the last call it replaces was; the replaced calls go,
+    // but a call whose output the pass writes stays alive (retired).
+    std::vector<std::unique_ptr<Call>> calls;
+    int replaced = 0;
+    for (size_t i = 0; i < ex_.calls.size(); ++i) {
+      auto p = passes_.find(i);
+      if (p != passes_.end()) {
+        calls.push_back(std::move(p->second));
+      } else if (!removed_.count(i)) {
+        calls.push_back(std::move(ex_.calls[i]));
+        continue;
+      }
+      ++replaced;
+      const std::vector<const Tensor*> outs = ex_.calls[i]->outputs();
+      if (std::any_of(outs.begin(), outs.end(), [&](const Tensor* t) { return written_.count(t); }))
+        ex_.retired.push_back(std::move(ex_.calls[i]));
+    }
+    ex_.calls = std::move(calls);
+    return {static_cast<int>(passes_.size()), replaced};
+  }
+
+ private:
+  int only_consumer_of_kind(size_t l, LayerKind k) const {
+    if (consumers_[l].size() != 1) return -1;
+    const int c = consumers_[l][0];
+    return net_.layers[c].kind == k && !done_.count(c) ? c : -1;
+  }
+  // The index of layer l's call of a phase, or -1.
+  long call(size_t l, const std::string& phase) const {
+    auto it = call_of_.find(net_.layers[l].name + "\t" + phase);
+    return it == call_of_.end() ? -1 : static_cast<long>(it->second);
+  }
+  // Operand of producer p (conv or fc): its output, its bias, and the batch-norm b after it.
+  Operand operand(size_t p, int b) const {
+    Operand op;
+    op.y = ex_.st[p].act;
+    if (net_.layers[p].bias) op.bias = &ex_.st[p].b;
+    if (b >= 0) op.bn = &ex_.st[b], op.bd = net_.layers[b].bnorm;
+    return op;
+  }
+
+  static bool producer(const Layer& L) {
+    return L.kind == LayerKind::conv || L.kind == LayerKind::fc;
+  }
+
+  void fuse_after(size_t l) {
+    const Layer& P = net_.layers[l];
+    auto pass = std::make_unique<PointwiseCall>();
+    std::vector<size_t> fused;  // the layers after l whose calls the pass replaces
+    int calls_replaced = P.bias ? 1 : 0;
+    int last = static_cast<int>(l);
+    const int bn = only_consumer_of_kind(l, LayerKind::bnorm);
+    if (bn >= 0) fused.push_back(bn), last = bn;
+    pass->a = operand(l, bn);
+    if (bn >= 0 && net_.layers[bn].bnorm.relu) {
+      pass->relu = true;  // its ReLU comes before whatever follows: the pass ends here
+    } else {
+      const int a = only_consumer_of_kind(last, LayerKind::add);
+      const int other = a < 0 || net_.layers[a].inputs.size() != 2 ? -1
+                        : net_.layers[a].inputs[0] == last         ? net_.layers[a].inputs[1]
+                                                                   : net_.layers[a].inputs[0];
+      if (other >= 0 && other != last) {
+        fused.push_back(a), last = a;
+        // A batch-norm that only feeds this sum, over a convolution or fc that only feeds the
+        // batch-norm (a projection shortcut), is folded into the pass as well.
+        const Layer& O = net_.layers[other];
+        const int q = O.inputs.empty() ? -1 : O.inputs[0];
+        if (O.kind == LayerKind::bnorm && !O.bnorm.relu && consumers_[other].size() == 1 &&
+            q >= 0 && producer(net_.layers[q]) && consumers_[q].size() == 1 && !done_.count(q)) {
+          pass->b = operand(q, other);
+          fused.push_back(other);
+          if (net_.layers[q].bias) remove(q, "bias"), ++calls_replaced;
+          done_.insert(q);
+        } else {
+          pass->b.y = ex_.st[other].act;
+        }
+      }
+      const int r = only_consumer_of_kind(last, LayerKind::act);
+      if (r >= 0 && net_.layers[r].act.func == ActFunc::relu)
+        fused.push_back(r), last = r, pass->relu = true;
+    }
+    // Worth a pass only where it replaces two calls or more.
+    calls_replaced += static_cast<int>(fused.size());
+    if (calls_replaced < 2) return;
+    for (size_t k : fused)
+      if (call(k, "fwd") < 0) return;  // a layer with no call of its own (not planned here)
+    pass->out = const_cast<Tensor*>(ex_.st[last].act);
+    pass->mb = net_.mb;
+    pass->c = P.kind == LayerKind::conv ? P.conv.oc : P.fc_out;
+    pass->hw = pass->out->size() / (pass->mb * pass->c);
+    written_.insert(pass->out);
+    if (P.bias) remove(l, "bias");
+    // The pass runs where the last of the calls it replaces ran: everything it reads is ready.
+    size_t at = 0;
+    for (size_t k : fused) {
+      remove(k, "fwd");
+      at = std::max(at, static_cast<size_t>(call(k, "fwd")));
+      done_.insert(k);
+    }
+    CallInfo& info = pass->info;
+    info.layer = P.name, info.impl = "native";
+    info.phase = std::string(P.bias ? "+bias" : "") + (pass->a.bn ? "+bn" : "") +
+                 (pass->b.y ? (pass->b.bn ? "+add_bn" : "+add") : "") + (pass->relu ? "+relu" : "");
+    info.phase.erase(0, 1);
+    done_.insert(l);
+    passes_[at] = std::move(pass);
+  }
+  void remove(size_t l, const std::string& phase) {
+    const long i = call(l, phase);
+    if (i >= 0) removed_.insert(static_cast<size_t>(i));
+  }
+
+  Executor::Impl& ex_;
+  const Network& net_;
+  std::vector<std::vector<int>> consumers_;
+  std::unordered_map<std::string, size_t> call_of_;
+  std::unordered_set<size_t> done_, removed_;
+  std::unordered_set<const Tensor*> written_;
+  std::unordered_map<size_t, std::unique_ptr<PointwiseCall>> passes_;  // at the call index
+};
+
+}  // namespace
+
+std::string Executor::Impl::fuse_native() {
+  const auto [passes, replaced] = NativeFuser(*this).run();
+  if (passes == 0) return "composed (no bias, batch-norm, add or ReLU after a convolution or fc)";
+  infos.clear();
+  for (auto& c : calls) infos.push_back(c->info);
+  return "fused: " + std::to_string(passes) + " passes for bias, batch-norm, add and ReLU (" +
+         std::to_string(replaced) + " calls)";
+}
+
+}  // namespace pb
