@@ -215,6 +215,9 @@ class NativeFuser {
       remove(k, "fwd");
       at = std::max(at, static_cast<size_t>(call(k, "fwd")));
       done_.insert(k);
+      // An add's own output before the ReLU is no longer written: its memory goes.
+      if (static_cast<int>(k) != last && net_.layers[k].kind == LayerKind::add)
+        ex_.st[k].own = Tensor(), ex_.st[k].act = nullptr;
     }
     CallInfo& info = pass->info;
     info.layer = P.name, info.impl = "native";
