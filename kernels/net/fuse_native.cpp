@@ -168,6 +168,7 @@ class NativeFuser {
     std::vector<size_t> fused;  // the layers after l whose calls the pass replaces
     int calls_replaced = P.bias ? 1 : 0;
     int last = static_cast<int>(l);
+    int folded = -1;  // the producer of a batch-norm operand folded into the sum
     const int bn = only_consumer_of_kind(l, LayerKind::bnorm);
     if (bn >= 0) fused.push_back(bn), last = bn;
     pass->a = operand(l, bn);
@@ -188,8 +189,8 @@ class NativeFuser {
             q >= 0 && producer(net_.layers[q]) && consumers_[q].size() == 1 && !done_.count(q)) {
           pass->b = operand(q, other);
           fused.push_back(other);
-          if (net_.layers[q].bias) remove(q, "bias"), ++calls_replaced;
-          done_.insert(q);
+          folded = q;
+          calls_replaced += net_.layers[q].bias;
         } else {
           pass->b.y = ex_.st[other].act;
         }
@@ -209,6 +210,10 @@ class NativeFuser {
     pass->hw = pass->out->size() / (pass->mb * pass->c);
     written_.insert(pass->out);
     if (P.bias) remove(l, "bias");
+    if (folded >= 0) {
+      remove(folded, "bias");
+      done_.insert(folded);
+    }
     // The pass runs where the last of the calls it replaces ran: everything it reads is ready.
     size_t at = 0;
     for (size_t k : fused) {
