@@ -36,7 +36,8 @@ def main():
     extra = ["--primbench", sys.argv[2]] if len(sys.argv) > 2 else []
 
     for args, flag in ((["--network", "bogus"], "--network"), (["--batch", "0"], "--batch"),
-                       (["--threads", "x"], "--threads")):
+                       (["--threads", "x"], "--threads"),
+                       (["--formats", "frozen", "--mode", "train"], "--formats")):
         rc, out = run(peer + args)
         if rc != 2 or flag not in out:
             fail("%s: expected exit 2 naming %s, got %d: %s" % (" ".join(args), flag, rc, out))
@@ -53,7 +54,8 @@ def main():
         path = os.path.join(d, "peer.json")
         rc, out = run(peer + ["--network", "alexnet", "--mode", "infer", "--batch", "1",
                               "--warmup", "0", "--steps", "1", "--repetitions", "1",
-                              "--formats", "nchw", "--threads", "1", "--out", path] + extra)
+                              "--formats", "nchw,frozen", "--threads", "1", "--out", path] +
+                     extra)
         if rc != 0:
             fail("timed run exited %d: %s" % (rc, out))
         with open(path, encoding="utf-8") as f:
@@ -67,20 +69,20 @@ def main():
     if ctx["peer"] != "pytorch" or ctx["threads"] != "1" or ctx["batch"] != "1":
         fail("context: %r" % ctx)
     names = [r.get("name") for r in rows]
-    if names != ["net/alexnet/torch/nchw/infer"]:
+    if names != ["net/alexnet/torch/nchw/infer", "net/alexnet/torch/frozen/infer"]:
         fail("rows: %r" % names)
-    r = rows[0]
-    for k in ("images_per_s", "ms_per_batch", "real_time", "cpu_time"):
-        if not isinstance(r.get(k), (int, float)) or not r[k] > 0:
-            fail("row %s: %s = %r" % (r["name"], k, r.get(k)))
-    if r.get("time_unit") != "ms" or r.get("iterations") != 1:
-        fail("row %s: time_unit %r, iterations %r" % (r["name"], r.get("time_unit"),
-                                                    r.get("iterations")))
-    if abs(r["images_per_s"] * r["real_time"] / 1e3 - 1) > 1e-6:
-        fail("images_per_s %r does not match real_time %r for batch 1"
-             % (r["images_per_s"], r["real_time"]))
-    print("check_peer: %s %.2f ms, %.1f images/s" % (r["name"], r["ms_per_batch"],
-                                                    r["images_per_s"]))
+    for r in rows:
+        for k in ("images_per_s", "ms_per_batch", "real_time", "cpu_time"):
+            if not isinstance(r.get(k), (int, float)) or not r[k] > 0:
+                fail("row %s: %s = %r" % (r["name"], k, r.get(k)))
+        if r.get("time_unit") != "ms" or r.get("iterations") != 1:
+            fail("row %s: time_unit %r, iterations %r" % (r["name"], r.get("time_unit"),
+                                                        r.get("iterations")))
+        if abs(r["images_per_s"] * r["real_time"] / 1e3 - 1) > 1e-6:
+            fail("images_per_s %r does not match real_time %r for batch 1"
+                 % (r["images_per_s"], r["real_time"]))
+        print("check_peer: %s %.2f ms, %.1f images/s" % (r["name"], r["ms_per_batch"],
+                                                        r["images_per_s"]))
 
 
 if __name__ == "__main__":
