@@ -211,6 +211,11 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
     Executor ex(net, o);
     const bool fused = policy == "best" && !composed;
     EXPECT_EQ(ex.composition().rfind("fused", 0) == 0, fused) << ex.composition();
+    // Composed for a named algorithm: the executor's passes after each convolution, as on the
+    // cpu backend; --composed: one call per layer.
+    if (!fused)
+      EXPECT_EQ(ex.composition().find("the executor's 7 passes") != std::string::npos, !composed)
+          << ex.composition();
     if (fused) {
       EXPECT_GE(ex.reorders(), 1);  // at least the input, NCHW to oneDNN's layout
       int fused_calls = 0;

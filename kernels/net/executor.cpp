@@ -463,9 +463,6 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
   }
   p_->calibrate();
   p_->cache.save();
-  // Backend cpu: what follows a convolution or fc runs as one pass (fuse_native.cpp), unless
-  // --composed keeps one call per layer.
-  if (opt.backend == "cpu" && !opt.train && !opt.composed) p_->composition = p_->fuse_native();
 #ifdef PRIMBENCH_HAVE_ONEDNN
   // The fused plan is oneDNN's own choice per layer: policies first and best; a named algorithm
   // (winograd) keeps the composed calls that honour it.
@@ -489,6 +486,20 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
     }
   }
 #endif
+  // The executor's own pass after each convolution or fc (fuse_native.cpp), in inference unless
+  // --composed keeps one call per layer: backend cpu, and backend onednn where oneDNN's fused
+  // plan was not made (a reduced type, a named algorithm, a layer it has no form for), so that
+  // both backends' composed plans have the same glue between their primitives.
+  const bool composed_onednn = opt.backend == "onednn" && p_->composition.rfind("composed", 0) == 0;
+  if (!opt.train && !opt.composed && (opt.backend == "cpu" || composed_onednn)) {
+    const std::string passes = p_->fuse_native();
+    if (opt.backend == "cpu")
+      p_->composition =
+          passes.empty() ? "composed (no bias, batch-norm, add or ReLU after a convolution or fc)"
+                         : "fused: " + passes;
+    else if (!passes.empty())
+      p_->composition += "; the executor's " + passes;
+  }
 }
 
 // The fused plan folded the weights it was planned with: after params() handed them out for

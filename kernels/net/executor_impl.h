@@ -146,9 +146,9 @@ struct Executor::Impl {
   // primitives in their own layouts, with fused post-ops in inference (vendor/onednn_fused.cpp).
   // False, with *why, when a layer has no fused form (the composed calls stay).
   bool fuse_onednn(std::string* why);
-  // Backend cpu in inference (fuse_native.cpp): each convolution or fc layer's bias and the
+  // Inference on the host (fuse_native.cpp): each convolution or fc layer's bias and the
   // inference batch-norm, residual add and ReLU after it run as one pass over its output; the
-  // replaced calls go. Returns the composition ("fused: ..." or "composed (why)").
+  // replaced calls go. Returns "N passes for ... (M calls)", or "" when there was nothing to fuse.
   std::string fuse_native();
   // Composed calls a fused plan replaced but whose outputs it still uses (the loss layer's
   // input; training: the weight gradients the SGD update reads); the others are freed.

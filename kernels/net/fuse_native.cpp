@@ -1,8 +1,9 @@
-// Backend cpu in inference: what follows a convolution or fc layer in the network (its bias, an
-// inference batch-norm, a residual add, ReLU) runs as one pass over the layer's output instead of
-// one call per layer, as a framework's inference graph fuses them (and as the onednn backend's
-// fused plan does with post-ops). The primitive calls stay as they were chosen; only the calls
-// of the layers after them are replaced. See Executor::Impl::fuse_native.
+// Inference on the host (backend cpu; backend onednn where its own fused plan was not made): what
+// follows a convolution or fc layer in the network (its bias, an inference batch-norm, a residual
+// add, ReLU) runs as one pass over the layer's output instead of one call per layer, as a
+// framework's inference graph fuses them (and as the onednn backend's fused plan does with
+// post-ops). The primitive calls stay as they were chosen; only the calls of the layers after
+// them are replaced. See Executor::Impl::fuse_native.
 #include <omp.h>
 
 #include <algorithm>
@@ -250,10 +251,10 @@ class NativeFuser {
 
 std::string Executor::Impl::fuse_native() {
   const auto [passes, replaced] = NativeFuser(*this).run();
-  if (passes == 0) return "composed (no bias, batch-norm, add or ReLU after a convolution or fc)";
+  if (passes == 0) return "";
   infos.clear();
   for (auto& c : calls) infos.push_back(c->info);
-  return "fused: " + std::to_string(passes) + " passes for bias, batch-norm, add and ReLU (" +
+  return std::to_string(passes) + " passes for bias, batch-norm, add and ReLU (" +
          std::to_string(replaced) + " calls)";
 }
 
