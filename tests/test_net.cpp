@@ -196,6 +196,23 @@ TEST(NetSmoke, BackendsMatchTheReferenceComposition) {
                             {"ocl", {"first", "best", "im2col", "winograd_f4", "fft"}}});
 }
 
+// An inference plan of backend o run once, then every weight scaled by 1.5 through params():
+// its next step matches the reference's with the same weights, and differs from `before` (the
+// reference's output with the first weights).
+void expect_changed_weights_reach(const Network& net, const NetOptions& o, const Tensor& before) {
+  Executor ex(net, o);
+  Executor ref(net, options("ref", "first", false));
+  ex.step();  // the plan ran once with the first weights
+  for (Executor* e : {&ex, &ref})
+    for (auto& [name, t] : e->params())
+      for (int64_t i = 0; i < t->size(); ++i) (*t)[i] *= 1.5f;
+  ex.step();
+  ref.step();
+  CheckResult r = compare(ex.output(), ref.output());
+  EXPECT_TRUE(r.pass) << o.backend << ", after params() changed the weights: " << r.summary();
+  EXPECT_GT(compare(ex.output(), before).l2_rel, 1e-3);  // they did change the output
+}
+
 // Backend onednn in inference runs the fused plan (oneDNN layouts between layers, post-ops),
 // counted reorders, and matches the reference as the composed plan does; --composed and a named
 // algorithm keep the composed calls.
@@ -230,17 +247,7 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
     EXPECT_NEAR(ex.loss(), ref.loss(), 1e-4 * std::fabs(ref.loss()));
   }
   // Weights changed through params() reach the fused plan (folded again).
-  NetOptions o = options("onednn", "best", false);
-  Executor ex(net, o);
-  Executor ref2(net, options("ref", "first", false));
-  for (Executor* e : {&ex, &ref2})
-    for (auto& [name, t] : e->params())
-      for (int64_t i = 0; i < t->size(); ++i) (*t)[i] *= 1.5f;
-  ex.step();
-  ref2.step();
-  CheckResult r = compare(ex.output(), ref2.output());
-  EXPECT_TRUE(r.pass) << "after params() changed the weights: " << r.summary();
-  EXPECT_GT(compare(ex.output(), ref.output()).l2_rel, 1e-3);  // they did change the output
+  expect_changed_weights_reach(net, options("onednn", "best", false), ref.output());
 
   // A batch-norm with its own ReLU before a residual add: ReLU, then the sum (not the reverse).
   const Network bn_relu =
@@ -256,7 +263,7 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
   EXPECT_EQ(fused.composition().rfind("fused", 0), 0u) << fused.composition();
   fused.step();
   ref3.step();
-  r = compare(fused.output(), ref3.output());
+  CheckResult r = compare(fused.output(), ref3.output());
   EXPECT_TRUE(r.pass) << "batch-norm ReLU then add: " << r.summary();
 }
 
@@ -291,17 +298,7 @@ TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
     CheckResult r = compare(ex.output(), ref.output());
     EXPECT_TRUE(r.pass) << "composed=" << composed << ": " << r.summary();
   }
-  Executor ex(net, options("cpu", "best", false));
-  Executor ref2(net, options("ref", "first", false));
-  ex.step();  // the passes ran once with the first weights
-  for (Executor* e : {&ex, &ref2})
-    for (auto& [name, t] : e->params())
-      for (int64_t i = 0; i < t->size(); ++i) (*t)[i] *= 1.5f;
-  ex.step();
-  ref2.step();
-  CheckResult r = compare(ex.output(), ref2.output());
-  EXPECT_TRUE(r.pass) << "after params() changed the weights: " << r.summary();
-  EXPECT_GT(compare(ex.output(), ref.output()).l2_rel, 1e-3);  // they did change the output
+  expect_changed_weights_reach(net, options("cpu", "best", false), ref.output());
 
   // The forms a pass takes, and where none is made: a batch-norm with its own ReLU before a sum
   // (ReLU, then the sum: the pass ends at the batch-norm); a convolution's bias and ReLU; a sum
@@ -340,7 +337,7 @@ TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
   Executor ref3(forms, options("ref", "first", false));
   fused.step();
   ref3.step();
-  r = compare(fused.output(), ref3.output());
+  CheckResult r = compare(fused.output(), ref3.output());
   EXPECT_TRUE(r.pass) << r.summary();
   EXPECT_NEAR(fused.loss(), ref3.loss(), 1e-4 * std::fabs(ref3.loss()));
 }
