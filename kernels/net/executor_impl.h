@@ -2,10 +2,12 @@
 // the calls and buffers of each layer kind).
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/impl.h"
@@ -59,6 +61,13 @@ struct Executor::Impl {
     // u8s8 (lowp.cpp): the s8 weights and their per-channel scales, the source's scale and zero
     // point from the calibration, the output's scale.
     Tensor q_w, q_wscale, q_src_scale, q_src_zero, q_dst_scale;
+
+    // Inference batch-norm (this state, desc d) of y + bias in channel k as y * g + o:
+    // g = gamma / sqrt(var + eps), o = (bias - mean) * g + beta (the fused plans fold it).
+    std::pair<double, double> bn_fold(const BnormDesc& d, int64_t k, double bias) const {
+      const double g = (d.scale ? scale[k] : 1.0) / std::sqrt(double(rvar[k]) + d.eps);
+      return {g, (bias - rmean[k]) * g + (d.shift ? shift[k] : 0.0)};
+    }
   };
   std::vector<State> st;
   Tensor labels;

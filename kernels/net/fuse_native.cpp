@@ -29,7 +29,7 @@ struct Operand {
   BnormDesc bd;
   std::vector<float> m, o;
 
-  // bn(y + bias) = (y + bias - mean) * g + beta, with g = gamma / sqrt(var + eps).
+  // bn(y + bias) = y * g + o (State::bn_fold).
   void coefficients(int64_t c) {
     m.assign(c, 1.0f), o.assign(c, 0.0f);
     for (int64_t k = 0; k < c; ++k) {
@@ -38,9 +38,9 @@ struct Operand {
         o[k] = static_cast<float>(b);
         continue;
       }
-      const double g = (bd.scale ? bn->scale[k] : 1.0) / std::sqrt(double(bn->rvar[k]) + bd.eps);
+      const auto [g, off] = bn->bn_fold(bd, k, b);
       m[k] = static_cast<float>(g);
-      o[k] = static_cast<float>((b - bn->rmean[k]) * g + (bd.shift ? bn->shift[k] : 0.0));
+      o[k] = static_cast<float>(off);
     }
   }
 };

@@ -308,9 +308,9 @@ class Fuser {
     const auto& s = ex_.st[t.bn];
     const BnormDesc& d = net_.layers[t.bn].bnorm;
     for (int64_t o = 0; o < oc; ++o) {
-      const double g = (d.scale ? s.scale[o] : 1.0) / std::sqrt(double(s.rvar[o]) + d.eps);
+      const auto [g, off] = s.bn_fold(d, o, (*bf)[o]);
       for (int64_t k = 0; k < per_oc; ++k) (*wf)[o * per_oc + k] *= static_cast<float>(g);
-      (*bf)[o] = static_cast<float>(((*bf)[o] - s.rmean[o]) * g + (d.shift ? s.shift[o] : 0.0));
+      (*bf)[o] = static_cast<float>(off);
     }
   }
   // The fused tail's layers are computed: their value is the producer's.
