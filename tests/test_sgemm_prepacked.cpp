@@ -14,7 +14,9 @@
 #include "kernels/core/error.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
-namespace pb {
+// Its own namespace: the unity build compiles it with test_packed_sgemm.cpp, whose Case and
+// check() have the same names.
+namespace pb::prepacked_test {
 namespace {
 
 struct Case {
@@ -183,4 +185,4 @@ TEST(SgemmPrepackedSmoke, BadCallsNameTheField) {
 }
 
 }  // namespace
-}  // namespace pb
+}  // namespace pb::prepacked_test
