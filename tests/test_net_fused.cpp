@@ -10,6 +10,7 @@
 
 #include "kernels/availability.h"
 #include "kernels/core/check.h"
+#include "kernels/core/fill.h"
 #include "kernels/net/executor.h"
 #include "tests/net_test_options.h"
 
@@ -56,9 +57,10 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
     EXPECT_EQ(ex.composition().rfind("fused", 0) == 0, fused) << ex.composition();
     // Composed for a named algorithm: the executor's passes after each convolution, as on the
     // cpu backend; --composed: one call per layer.
-    if (!fused)
+    if (!fused) {
       EXPECT_EQ(ex.composition().find("the executor's 7 passes") != std::string::npos, !composed)
           << ex.composition();
+    }
     if (fused) {
       EXPECT_GE(ex.reorders(), 1);  // at least the input, NCHW to oneDNN's layout
       int fused_calls = 0;
@@ -94,8 +96,9 @@ TEST(NetSmoke, OnednnInferenceIsFused) {
 }
 
 // Backend cpu in inference runs what follows each convolution or fc (bias, batch-norm, residual
-// add, ReLU) as one pass, and matches the reference as the composed plan (--composed) does;
-// weights changed through params() reach the passes.
+// add, ReLU) as one pass, or as the convolution's own post-ops where its implementation has them
+// (cpu/im2col), and matches the reference as the composed plan (--composed) does; weights changed
+// through params() reach the passes and the post-ops.
 TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
   const Network net = Network::load("tiny_resnet");
   auto kind_of = [](const Network& n, const std::string& layer) {
@@ -113,7 +116,8 @@ TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
     int bnorm_calls = 0, passes = 0;
     for (const CallInfo& c : ex.calls()) {
       bnorm_calls += kind_of(net, c.layer) == LayerKind::bnorm;
-      passes += c.impl == "native" && c.phase.find("relu") != std::string::npos;
+      passes += (c.impl == "native" || c.phase.rfind("fwd+", 0) == 0) &&
+                c.phase.find("relu") != std::string::npos;
     }
     // Composed: one call per batch-norm; fused: none left, a pass per convolution but the two
     // projections (folded into the pass of the convolution whose sum they feed).
@@ -125,6 +129,7 @@ TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
     EXPECT_TRUE(r.pass) << "composed=" << composed << ": " << r.summary();
   }
   expect_changed_weights_reach(net, options("cpu", "best", false), ref.output());
+  expect_changed_weights_reach(net, options("cpu", "im2col", false), ref.output());
 
   // The forms a pass takes, and where none is made: a batch-norm with its own ReLU before a sum
   // (ReLU, then the sum: the pass ends at the batch-norm); a convolution's bias and ReLU; a sum
@@ -151,21 +156,57 @@ TEST(NetSmoke, CpuInferenceFusesWhatFollowsAConvolution) {
                              "fc fc oc5 bias\n"
                              "r6 act relu_mb2ic5\n"
                              "loss loss xent_mb2ic5\n"));
-  Executor fused(forms, options("cpu", "best", false));
-  std::vector<std::string> got;
-  for (const CallInfo& c : fused.calls())
-    if (c.impl == "native" || kind_of(forms, c.layer) == LayerKind::bnorm ||
-        kind_of(forms, c.layer) == LayerKind::add || kind_of(forms, c.layer) == LayerKind::act)
-      got.push_back(c.layer + " " + c.phase);
-  EXPECT_EQ(got, (std::vector<std::string>{"c1 bias+bn+relu", "sum1 fwd", "c2 bias+relu",
-                                           "c3 bn+add_bn+relu", "bn5 fwd", "r5 fwd", "sum3 fwd",
-                                           "fc bias+relu"}));
   Executor ref3(forms, options("ref", "first", false));
-  fused.step();
   ref3.step();
-  CheckResult r = compare(fused.output(), ref3.output());
-  EXPECT_TRUE(r.pass) << r.summary();
-  EXPECT_NEAR(fused.loss(), ref3.loss(), 1e-4 * std::fabs(ref3.loss()));
+  // cpu/fft has no post-ops: every group is a pass of its own. cpu/im2col takes them in the
+  // convolution, or in the projection c4 where it runs after c3 (the sum's other operand).
+  for (const std::string policy : {"fft", "im2col"}) {
+    Executor fused(forms, options("cpu", policy, false));
+    std::vector<std::string> got;
+    for (const CallInfo& c : fused.calls())
+      if (c.impl == "native" || c.phase.rfind("fwd+", 0) == 0 ||
+          kind_of(forms, c.layer) == LayerKind::bnorm ||
+          kind_of(forms, c.layer) == LayerKind::add || kind_of(forms, c.layer) == LayerKind::act)
+        got.push_back(c.layer + " " + c.phase);
+    if (policy == "fft")
+      EXPECT_EQ(got, (std::vector<std::string>{"c1 bias+bn+relu", "sum1 fwd", "c2 bias+relu",
+                                               "c3 bn+add_bn+relu", "bn5 fwd", "r5 fwd", "sum3 fwd",
+                                               "fc bias+relu"}));
+    else
+      EXPECT_EQ(got, (std::vector<std::string>{"c1 fwd+bias+bn+relu", "sum1 fwd",
+                                               "c2 fwd+bias+relu", "c4 fwd+bn+add_bn+relu",
+                                               "bn5 fwd", "r5 fwd", "sum3 fwd", "fc bias+relu"}));
+    fused.step();
+    CheckResult r = compare(fused.output(), ref3.output());
+    EXPECT_TRUE(r.pass) << policy << ": " << r.summary();
+    EXPECT_NEAR(fused.loss(), ref3.loss(), 1e-4 * std::fabs(ref3.loss())) << policy;
+  }
+
+  // A sum whose other operand (c2, a convolution) runs after the convolution c1: c1 cannot add
+  // it in its post-ops (not computed yet), so the sum stays a pass after c2.
+  const Network late =
+      Network::load(temp_net("data input mb2c8h6\n"
+                             "c1 conv mb2ic8ih6oc8kh1\n"
+                             "bn1 bnorm mb2ic8ih6_scale_shift\n"
+                             "c2 conv mb2ic8ih6oc8kh3ph1 < data\n"
+                             "sum add < bn1,c2\n"
+                             "r act relu_mb2ic8ih6\n"
+                             "c3 conv mb2ic8ih6oc8kh1\n"
+                             "pool pool mb2ic8ih6kh6sh1_avgp\n"
+                             "loss loss xent_mb2ic8\n"));
+  Executor lex(late, options("cpu", "im2col", false));
+  std::vector<std::string> got;
+  for (const CallInfo& c : lex.calls()) got.push_back(c.layer + " " + c.phase);
+  EXPECT_EQ(got, (std::vector<std::string>{"c1 fwd", "c2 fwd", "c1 bn+add+relu", "c3 fwd",
+                                           "pool fwd", "loss fwd"}));
+  Executor lref(late, options("ref", "first", false));
+  lex.step();
+  // A new input: c2's output from the step before would no longer be the right operand.
+  for (Executor* e : {&lex, &lref}) fill_uniform(e->input(), 99, -1, 1);
+  lex.step();
+  lref.step();
+  CheckResult lr = compare(lex.output(), lref.output());
+  EXPECT_TRUE(lr.pass) << lr.summary();
 }
 
 // Backend onednn in training runs the fused plan too: forward_training and backward primitives

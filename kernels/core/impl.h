@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/post_ops.h"
 #include "kernels/core/tensor.h"
 
 namespace pb {
@@ -89,6 +90,14 @@ class Impl {
   // point; other inputs (the s8 weights) are converted as plan() does. False where input i has
   // no typed copy to refresh (the weights of a convolution: weights() converts them).
   virtual bool quantise(size_t) { return false; }
+  // Post-ops fused into the output (post_ops.h; kernels/net's inference fuses a convolution's
+  // bias, batch-norm, residual add and ReLU so), optional, after plan(): from then on run() writes
+  // its output with *p applied into *dst (the caller's tensor of the output's shape) instead of
+  // its own (which it may free), and output_view(0) and result() give *dst. Channel c of the
+  // output is p's channel c, its residual a tensor of the output's shape, neither *dst. p is read
+  // at every run (its values may change between runs); p and dst must outlive the runs. False
+  // where not supported: nothing changes.
+  virtual bool set_post_ops(const PostOps*, Tensor*) { return false; }
 };
 
 // The untimed phases in order, for callers outside the timing drivers (tests, the executor):

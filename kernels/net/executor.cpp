@@ -134,6 +134,9 @@ struct PrimCall : Call {
   }
   std::vector<const Tensor*> outputs() const override { return out; }
   bool quantise(size_t i) override { return impl->quantise(i); }
+  bool set_post_ops(const PostOps* p, Tensor* dst) override {
+    return mode == kView && impl->set_post_ops(p, dst);
+  }
   size_t bytes() const override {
     size_t b = impl->workspace_bytes();
     for (const Tensor* t : out) b += t->bytes();

@@ -29,6 +29,9 @@ struct Call {
   // A primitive call of a reduced type: its implementation's quantise(i) (impl.h); false for
   // the executor's own steps.
   virtual bool quantise(size_t) { return false; }
+  // A primitive call whose implementation reads its inputs in place: its set_post_ops(p, dst)
+  // (impl.h); false otherwise.
+  virtual bool set_post_ops(const PostOps*, Tensor*) { return false; }
 };
 
 struct Executor::Impl {

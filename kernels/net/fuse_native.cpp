@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -45,58 +46,33 @@ struct Operand {
   }
 };
 
-// out = [relu](a.y * a.m + a.o [+ b.y * b.m + b.o]) over an NCHW tensor (an fc output, mb x c,
-// has hw = 1); `out` is neither input.
-struct PointwiseCall : Call {
-  Operand a, b;  // b.y: the residual, or none
+// The post-ops out = [relu](a.y * a.m + a.o [+ b.y * b.m + b.o]) (b.y: the residual, or none).
+// Either a pass of their own after the convolution or fc that wrote a.y (`inner` null), or the
+// convolution's own (`inner`: its call, whose implementation applies them inside its output tiles
+// and writes `out` itself).
+// Stands for a call that is not there yet.
+struct NoCall : Call {
+  void run() override {}
+};
+
+struct PostOpsCall : Call {
+  Operand a, b;
   bool relu = false;
   Tensor* out = nullptr;
   int64_t mb = 0, c = 0, hw = 0;
+  std::unique_ptr<Call> inner;
+  PostOps ops;  // what the inner call's implementation reads at each run
 
   void run() override {
     a.coefficients(c);
     if (b.y) b.coefficients(c);
-    if (relu)
-      b.y ? apply<true, true>() : apply<true, false>();
-    else
-      b.y ? apply<false, true>() : apply<false, false>();
+    ops.scale = a.m.data(), ops.shift = a.o.data(), ops.relu = relu;
+    ops.res = b.y ? b.y->data() : nullptr;
+    ops.res_scale = b.y ? b.m.data() : nullptr, ops.res_shift = b.y ? b.o.data() : nullptr;
+    if (inner) return inner->run();
+    apply_post_ops_nchw(ops, mb, c, hw, a.y->data(), out->data());
   }
-
- private:
-  // kPerElement: element i is channel i (hw 1), else every element is channel 0.
-  template <bool kRelu, bool kSum, bool kPerElement>
-  static void span(const float* __restrict x, const float* __restrict r, float* __restrict z,
-                   int64_t n, const float* m1, const float* o1, const float* m2, const float* o2) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t k = kPerElement ? i : 0;
-      float v = x[i] * m1[k] + o1[k];
-      if constexpr (kSum) v += r[i] * m2[k] + o2[k];
-      if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
-      z[i] = v;
-    }
-  }
-  template <bool kRelu, bool kSum>
-  void apply() {
-    const float* x = a.y->data();
-    const float* r = kSum ? b.y->data() : nullptr;
-    float* z = out->data();
-    const float *am = a.m.data(), *ao = a.o.data(), *bm = b.m.data(), *bo = b.o.data();
-    if (hw == 1) {  // per image, a vector of channels
-#pragma omp parallel for schedule(static)
-      for (int64_t n = 0; n < mb; ++n) {
-        const int64_t p = n * c;
-        span<kRelu, kSum, true>(x + p, kSum ? r + p : nullptr, z + p, c, am, ao, bm, bo);
-      }
-      return;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t nc = 0; nc < mb * c; ++nc) {
-      const int64_t k = nc % c, p = nc * hw;
-      span<kRelu, kSum, false>(x + p, kSum ? r + p : nullptr, z + p, hw, am + k, ao + k,
-                               kSum ? bm + k : nullptr, kSum ? bo + k : nullptr);
-    }
-  }
+  size_t bytes() const override { return inner ? inner->bytes() : 0; }
 };
 
 class NativeFuser {
@@ -111,32 +87,51 @@ class NativeFuser {
     }
   }
 
-  // Replaces ex.calls; returns how many passes now run the calls of how many layers.
-  std::pair<int, int> run() {
+  // Replaces ex.calls; returns how many groups of calls were fused, how many of them as a
+  // convolution's own post-ops, and how many calls they replace.
+  struct Counts {
+    int groups = 0, in_conv = 0, replaced = 0;
+  };
+  Counts run() {
     for (size_t l = 0; l < net_.layers.size(); ++l) {
       const LayerKind k = net_.layers[l].kind;
       if ((k == LayerKind::conv || k == LayerKind::fc) && !done_.count(l)) fuse_after(l);
     }
-    if (passes_.empty()) return {0, 0};
-    // The new order: each pass where the last call it replaces was; the replaced calls go,
-    // but a call whose output the pass writes stays alive (retired).
+    Counts n;
+    n.groups = static_cast<int>(passes_.size());
+    if (passes_.empty()) return n;
+    // The new order: each pass where the last call it replaces was, a convolution with post-ops
+    // where it was; the replaced calls go, but a call whose output tensor the post-ops write
+    // stays alive (retired).
     std::vector<std::unique_ptr<Call>> calls;
-    int replaced = 0;
     for (size_t i = 0; i < ex_.calls.size(); ++i) {
       auto p = passes_.find(i);
+      if (p != passes_.end() &&
+          p->second->inner) {  // the convolution's own call, with its post-ops
+        p->second->inner = std::move(ex_.calls[i]);
+        CallInfo& info = p->second->info;
+        info.layer = p->second->inner->info.layer;
+        info.phase = p->second->inner->info.phase + "+" + info.phase;
+        info.impl = p->second->inner->info.impl;
+        info.prim = p->second->inner->info.prim, info.desc = p->second->inner->info.desc;
+        info.note = p->second->inner->info.note, info.flops = p->second->inner->info.flops;
+        calls.push_back(std::move(p->second));
+        ++n.in_conv;
+        continue;
+      }
       if (p != passes_.end()) {
         calls.push_back(std::move(p->second));
       } else if (!removed_.count(i)) {
         calls.push_back(std::move(ex_.calls[i]));
         continue;
       }
-      ++replaced;
+      ++n.replaced;
       const std::vector<const Tensor*> outs = ex_.calls[i]->outputs();
       if (std::any_of(outs.begin(), outs.end(), [&](const Tensor* t) { return written_.count(t); }))
         ex_.retired.push_back(std::move(ex_.calls[i]));
     }
     ex_.calls = std::move(calls);
-    return {static_cast<int>(passes_.size()), replaced};
+    return n;
   }
 
  private:
@@ -165,11 +160,12 @@ class NativeFuser {
 
   void fuse_after(size_t l) {
     const Layer& P = net_.layers[l];
-    auto pass = std::make_unique<PointwiseCall>();
+    auto pass = std::make_unique<PostOpsCall>();
     std::vector<size_t> fused;  // the layers after l whose calls the pass replaces
     int calls_replaced = P.bias ? 1 : 0;
     int last = static_cast<int>(l);
-    int folded = -1;  // the producer of a batch-norm operand folded into the sum
+    int folded = -1;    // the producer of a batch-norm operand folded into the sum
+    int residual = -1;  // the layer whose output the sum reads as it is
     const int bn = only_consumer_of_kind(l, LayerKind::bnorm);
     if (bn >= 0) fused.push_back(bn), last = bn;
     pass->a = operand(l, bn);
@@ -194,6 +190,7 @@ class NativeFuser {
           calls_replaced += net_.layers[q].bias;
         } else {
           pass->b.y = ex_.st[other].act;
+          residual = other;
         }
       }
       const int r = only_consumer_of_kind(last, LayerKind::act);
@@ -231,8 +228,46 @@ class NativeFuser {
                  (pass->b.y ? (pass->b.bn ? "+add_bn" : "+add") : "") + (pass->relu ? "+relu" : "");
     info.phase.erase(0, 1);
     done_.insert(l);
+    const long in_conv = host(l, folded, residual, *pass);
+    if (in_conv >= 0) at = static_cast<size_t>(in_conv);
+    ready_[last] = static_cast<long>(at);
     passes_[at] = std::move(pass);
   }
+
+  // The call after which layer x's output is final: its own, or the one that writes it for the
+  // layers fused before; -1 for the input; LONG_MAX when not known.
+  long ready(int x) const {
+    auto it = ready_.find(x);
+    if (it != ready_.end()) return it->second;
+    if (net_.layers[x].kind == LayerKind::input) return -1;
+    const long i = call(x, "fwd");
+    return i < 0 ? std::numeric_limits<long>::max() : i;
+  }
+
+  // The post-ops inside a convolution instead of a pass: the later of the two producers (l, or
+  // the projection `folded` whose batch-norm the sum reads; the other operand is then the
+  // residual), where the residual is ready before it and its implementation takes post-ops
+  // (Call::set_post_ops). Returns that convolution's call index (the pass becomes its call), or -1.
+  long host(size_t l, int folded, int residual, PostOpsCall& pass) {
+    long h = call(l, "fwd");
+    const long hq = folded >= 0 ? call(folded, "fwd") : -1;
+    const bool swap = hq > h;
+    if (swap) {
+      h = hq;
+    } else if (residual >= 0 && ready(residual) >= h) {
+      return -1;
+    }
+    const int layer = swap ? folded : static_cast<int>(l);
+    if (h < 0 || net_.layers[layer].kind != LayerKind::conv) return -1;
+    if (swap) std::swap(pass.a, pass.b);
+    if (!ex_.calls[h]->set_post_ops(&pass.ops, pass.out)) {
+      if (swap) std::swap(pass.a, pass.b);
+      return -1;
+    }
+    pass.inner = std::make_unique<NoCall>();  // placeholder until run() moves the call in
+    return h;
+  }
+
   void remove(size_t l, const std::string& phase) {
     const long i = call(l, phase);
     if (i >= 0) removed_.insert(static_cast<size_t>(i));
@@ -244,18 +279,20 @@ class NativeFuser {
   std::unordered_map<std::string, size_t> call_of_;
   std::unordered_set<size_t> done_, removed_;
   std::unordered_set<const Tensor*> written_;
-  std::unordered_map<size_t, std::unique_ptr<PointwiseCall>> passes_;  // at the call index
+  std::unordered_map<size_t, std::unique_ptr<PostOpsCall>> passes_;  // at the call index
+  std::unordered_map<int, long> ready_;  // ready(): the layers fused so far
 };
 
 }  // namespace
 
 std::string Executor::Impl::fuse_native() {
-  const auto [passes, replaced] = NativeFuser(*this).run();
-  if (passes == 0) return "";
+  const auto n = NativeFuser(*this).run();
+  if (n.groups == 0) return "";
   infos.clear();
   for (auto& c : calls) infos.push_back(c->info);
-  return std::to_string(passes) + " passes for bias, batch-norm, add and ReLU (" +
-         std::to_string(replaced) + " calls)";
+  return std::to_string(n.groups) + " passes for bias, batch-norm, add and ReLU (" +
+         std::to_string(n.replaced) + " calls), " + std::to_string(n.in_conv) +
+         " of them as post-ops inside the convolution";
 }
 
 }  // namespace pb

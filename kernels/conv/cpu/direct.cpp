@@ -83,6 +83,7 @@ class DirectConv : public HostConv {
   }
 
   void prepare_more() override {
+    post_ = nullptr;
     const ConvDesc& d = d_;
     if (typed()) return lowp_.prepare(d, q_);
     if (dir_ == Dir::bwd_d) return;  // weights() prepares bwd_d_ from the weights
@@ -117,15 +118,43 @@ class DirectConv : public HostConv {
         d, nb_, j_, [&](int64_t n, int64_t gi, int64_t b, int64_t oy, int64_t ox0, float* buf) {
           const float* plane = in + n * d.ih * plan_.row_stride + gi * d.icg() * plan_.cstride;
           fn(plan_, plane, wp_.data() + (gi * nb_ + b) * wblock, oy, ox0, buf);
-          const int64_t oc0 = b * 16 * v_;
-          direct::scatter_tile(
-              buf, 16 * v_, std::min<int64_t>(16 * v_, d.ocg() - oc0), j_,
-              dst_.data() + ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0,
-              d.oh * d.ow);
+          const int64_t oc0 = b * 16 * v_, noc = std::min<int64_t>(16 * v_, d.ocg() - oc0);
+          const int64_t at = ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0;
+          if (post_)
+            scatter_post(buf, noc, post_->at(gi * d.ocg() + oc0, at, d.oh * d.ow),
+                         out_tensor().data() + at);
+          else
+            direct::scatter_tile(buf, 16 * v_, noc, j_, out_tensor().data() + at, d.oh * d.ow);
         });
   }
 
+ public:
+  // The fp32 forward's post-ops, applied to each tile as it is scattered out of registers' buffer.
+  bool set_post_ops(const PostOps* p, Tensor* dst) override {
+    if (!redirect_output(dst)) return false;
+    post_ = p;
+    return true;
+  }
+
  private:
+  // scatter_tile with the post-ops: channel o of the tile (buf[jj * 16V + o]) to out[o * plane
+  // + jj], p's channel o, its residual at the same place. Each element from buf, so that the
+  // overlapping last tile of a row writes the same values again.
+  void scatter_post(const float* buf, int64_t noc, const PostOps& p, float* out) const {
+    const int64_t plane = d_.oh * d_.ow, w16 = 16 * v_;
+    for (int64_t o = 0; o < noc; ++o) {
+      const float m = p.scale ? p.scale[o] : 1.0f, c = p.shift ? p.shift[o] : 0.0f;
+      const float rm = p.res_scale ? p.res_scale[o] : 1.0f,
+                  rc = p.res_shift ? p.res_shift[o] : 0.0f;
+      for (int jj = 0; jj < j_; ++jj) {
+        float v = buf[jj * w16 + o] * m + c;
+        if (p.res) v += p.res[o * plane + jj] * rm + rc;
+        if (p.relu) v = v > 0.0f ? v : 0.0f;
+        out[o * plane + jj] = v;
+      }
+    }
+  }
+
   // wp_[g][oc-block][icg][kh][kw][16V], zero beyond the group's channels.
   void repack_weights() {
     const ConvDesc& d = d_;
@@ -181,6 +210,7 @@ class DirectConv : public HostConv {
   direct::BwdWeights bwd_w_;
   direct::LowpFwd lowp_;
   std::vector<uint8_t> wei_typed_;
+  const PostOps* post_ = nullptr;  // set_post_ops
 };
 
 }  // namespace

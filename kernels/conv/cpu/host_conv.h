@@ -22,6 +22,7 @@ class HostConv : public DirConv {
     d_ = d;
     dir_ = dir;
     src_ = wei_ = diff_dst_ = nullptr;
+    target_ = nullptr;
     if (dir == Dir::bwd_d) {
       diff_dst_ = in[0], wei_ = in[1];
       dst_ = Tensor(d.src_dims());
@@ -47,7 +48,7 @@ class HostConv : public DirConv {
   // A reduced output type lives in its typed buffer: no fp32 view.
   const Tensor* output_view(size_t i) const override {
     if (typed_out()) return nullptr;
-    return i == 0 ? &dst_ : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
+    return i == 0 ? &out_tensor() : i == 1 && dir_ == Dir::bwd_w ? &diff_bias_ : nullptr;
   }
   // A network's real-valued activations into the type again (impl.h): src (fwd, bwd_w) or
   // diff_dst (bwd_d, bwd_w); the weights are weights()'s.
@@ -64,7 +65,7 @@ class HostConv : public DirConv {
   }
   std::vector<Tensor> result() override {
     std::vector<Tensor> out;
-    out.push_back(dst_.clone());
+    out.push_back(out_tensor().clone());
     if (dir_ == Dir::bwd_w) out.push_back(diff_bias_.clone());
     if (typed_out()) {
       from_storage(out_.data(), d_.dt.out, out[0].size(), out[0].data());
@@ -85,7 +86,18 @@ class HostConv : public DirConv {
   // The weights in the type, into `w` (an algorithm's weights() calls it, then repacks).
   void typed_weights(std::vector<uint8_t>* w) const { to_storage(*wei_, d_.dt.in, false, w); }
   // Where run_dir() writes the direction's output: dst_ (f32) or its typed buffer.
-  void* out_data() { return typed_out() ? static_cast<void*>(out_.data()) : dst_.data(); }
+  void* out_data() { return typed_out() ? static_cast<void*>(out_.data()) : out_tensor().data(); }
+  // The fp32 output: dst_, or the caller's tensor after redirect_output.
+  Tensor& out_tensor() { return target_ ? *target_ : dst_; }
+  const Tensor& out_tensor() const { return target_ ? *target_ : dst_; }
+  // For set_post_ops (impl.h): the fp32 forward's output goes to *dst from now on, and dst_'s
+  // memory is freed. False (nothing changes) for another direction or type, or another shape.
+  bool redirect_output(Tensor* dst) {
+    if (dir_ != Dir::fwd || typed() || !dst || dst->dims() != dst_.dims()) return false;
+    target_ = dst;
+    dst_ = Tensor();
+    return true;
+  }
 
   ConvDesc d_;
   Dir dir_ = Dir::fwd;
@@ -95,6 +107,7 @@ class HostConv : public DirConv {
   Tensor dst_;                        // the direction's output: dst, diff_src or diff_wei
   Tensor diff_bias_;                  // bwd_w: oc
   QuantParams q_;                     // u8s8 (all ones otherwise)
+  Tensor* target_ = nullptr;          // redirect_output's tensor
 
  private:
   void typed_plan(const std::vector<const Tensor*>& in) {

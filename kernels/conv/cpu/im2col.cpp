@@ -64,7 +64,16 @@ class Im2colConv : public HostConv {
     if (typed()) return lowp_.run(src_typed(), wei_typed_.data(), q_, out_data());
     if (dir_ == Dir::bwd_d) return bwd_d_.run(*diff_dst_, *wei_, dst_);
     if (dir_ == Dir::bwd_w) return bwd_w_.run(*src_, *diff_dst_, dst_);
-    fwd_.run(*src_, *wei_, dst_);
+    fwd_.run(*src_, *wei_, out_tensor());
+  }
+
+ public:
+  // Fused inside the GEMM's tiles (cpu/packed; the other libraries in a pass after each GEMM):
+  // the fp32 forward only.
+  bool set_post_ops(const PostOps* p, Tensor* dst) override {
+    if (dir_ != Dir::fwd || typed() || !redirect_output(dst)) return false;
+    fwd_.set_post_ops(p);
+    return true;
   }
 
  private:
@@ -80,6 +89,26 @@ class Im2colConv : public HostConv {
 }  // namespace
 
 namespace im2col {
+
+// The post-ops of the output block of image n, group gi, from output row oy0: the group's channels,
+// the residual at the block's own offset.
+PostOps Fwd::post_at(int64_t n, int64_t gi, int64_t oy0) const {
+  const int64_t ohw = d_.oh * d_.ow;
+  return post_->at(gi * d_.ocg(), (n * d_.oc + gi * d_.ocg()) * ohw + oy0 * d_.ow, ohw);
+}
+
+// After a scatter: the post-ops over the group's channels of images [n0, n0 + nb), from L2 where
+// the scatter left them.
+void Fwd::post_images(int64_t n0, int64_t nb, int64_t gi, float* dst, bool par) const {
+  const int64_t ohw = d_.oh * d_.ow, ocg = d_.ocg();
+#pragma omp parallel for collapse(2) schedule(static) if (par)
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t o = 0; o < ocg; ++o) {
+      const PostOps p = post_at(n0 + i, gi, 0);
+      float* y = dst + ((n0 + i) * d_.oc + gi * ocg + o) * ohw;
+      apply_post_ops(p.at(o, o * ohw, ohw), ohw, 1, y, ohw, y, ohw);
+    }
+}
 
 void Fwd::run(const Tensor& src, const Tensor& wei, Tensor& dst) {
   run_chunks([&](int64_t n0, float* col, float* tmp, bool par) {
@@ -101,8 +130,9 @@ void Fwd::chunk(int64_t n0, const float* src, const float* w, float* dst, float*
       for (int64_t oy0 = 0; oy0 < d.oh; oy0 += block_rows_) {
         const int64_t oy1 = std::min(d.oh, oy0 + block_rows_), cols = (oy1 - oy0) * d.ow;
         im2col_block(d, img, 1, cols, 0, d.icg(), oy0, oy1, col, false);
+        const PostOps p = post_ ? post_at(n0, gi, oy0) : PostOps();
         sgemm(false, false, d.ocg(), cols, k, a, k, col, cols, 0.0f,
-              dst + (n0 * d.oc + gi * d.ocg()) * ohw + oy0 * d.ow, ohw);
+              dst + (n0 * d.oc + gi * d.ocg()) * ohw + oy0 * d.ow, ohw, post_ ? &p : nullptr);
       }
       continue;
     }
@@ -115,18 +145,21 @@ void Fwd::chunk(int64_t n0, const float* src, const float* w, float* dst, float*
               c0 == 0 ? 0.0f : 1.0f, tmp, ncol);
       }
       scatter(d, tmp, n0, nb, gi, dst, par);
+      if (post_) post_images(n0, nb, gi, dst, par);
       continue;
     }
     if (!no_copy_) im2col(d, img, nb, ncol, col, par);
     if (wide_) {
       for (int64_t i = 0; i < nb; ++i) {
         const float* b = no_copy_ ? img + i * d.ic * ihw : col + i * ohw;
+        const PostOps p = post_ ? post_at(n0 + i, gi, 0) : PostOps();
         sgemm(false, false, d.ocg(), ohw, k, a, k, b, no_copy_ ? ohw : ncol, 0.0f,
-              dst + ((n0 + i) * d.oc + gi * d.ocg()) * ohw, ohw);
+              dst + ((n0 + i) * d.oc + gi * d.ocg()) * ohw, ohw, post_ ? &p : nullptr);
       }
     } else {
       sgemm(false, false, d.ocg(), ncol, k, a, k, col, ncol, 0.0f, tmp, ncol);
       scatter(d, tmp, n0, nb, gi, dst, par);
+      if (post_) post_images(n0, nb, gi, dst, par);
     }
   }
 }

@@ -15,8 +15,8 @@
 namespace pb::im2col {
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  sgemm_rowmajor(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const PostOps* post) {
+  sgemm_rowmajor(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, post);
 }
 
 bool pointwise(const ConvDesc& d) {

@@ -10,15 +10,18 @@
 #include <vector>
 
 #include "kernels/conv/desc.h"
+#include "kernels/core/post_ops.h"
 #include "kernels/core/quant.h"
 #include "kernels/core/tensor.h"
 #include "kernels/core/threads.h"
 
 namespace pb::im2col {
 
-// Row-major sgemm: C = op(A) x op(B) + beta C, op = transpose when ta / tb.
+// Row-major sgemm: C = op(A) x op(B) + beta C, op = transpose when ta / tb; then `post` with row
+// i of C as channel i (sgemm.h).
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+           const PostOps* post = nullptr);
 
 // col[(c*kh + ky)*kw + kx][i*ohw + oy*ow + ox] = img(i, c, iy, ix), `pad` in the padding, for
 // the group's icg channels of nb images (`img` points at image 0's first channel of the group,
@@ -151,16 +154,22 @@ class ChunkedBuffers {
   Tensor col_, tmp_;  // 64-byte aligned, and so is each thread's part
 };
 
-// Forward: dst = W_g x col per (chunk, group) (im2col.cpp).
+// Forward: dst = W_g x col per (chunk, group) (im2col.cpp), then the post-ops when set: inside
+// the GEMM's tiles where it writes dst, else after the scatter, image by image.
 class Fwd : ChunkedBuffers {
  public:
   void prepare(const ConvDesc& d) { plan(d, true); }
   void run(const Tensor& src, const Tensor& wei, Tensor& dst);
   size_t workspace_bytes() const { return buffer_bytes(); }
+  // Per output channel, the residual (if any) of dst's shape; nullptr: none. Kept by pointer.
+  void set_post_ops(const PostOps* p) { post_ = p; }
 
  private:
   void chunk(int64_t n0, const float* src, const float* w, float* dst, float* col, float* tmp,
              bool par) const;
+  PostOps post_at(int64_t n, int64_t gi, int64_t oy0) const;
+  void post_images(int64_t n0, int64_t nb, int64_t gi, float* dst, bool par) const;
+  const PostOps* post_ = nullptr;
 };
 
 // Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.

@@ -76,6 +76,7 @@ class WinogradConv final : public HostConv {
   }
 
   void prepare_more() override {
+    post_ = nullptr;
     if (dir_ == Dir::bwd_w) {
       u_ = Tensor();
       s_.clear(), v_.clear(), m_.clear(), y_.clear();
@@ -149,6 +150,13 @@ class WinogradConv final : public HostConv {
       const int t = omp_get_thread_num();
       chunk(it / chunks, it % chunks, s_[t].data(), v_[t].data(), m_[t].data(), y_[t].data());
     }
+  }
+
+  // The fp32 forward's post-ops, applied to each output span as it leaves the tile buffer.
+  bool set_post_ops(const PostOps* p, Tensor* dst) override {
+    if (!redirect_output(dst)) return false;
+    post_ = p;
+    return true;
   }
 
   // bf16: 1 where the GEMMs ran on bf16 dot products, 0 where on fp32 (see the top).
@@ -257,8 +265,11 @@ class WinogradConv final : public HostConv {
         const int64_t at = ((n * e_.oc + g * ocg + o) * oh + y0) * ow;
         if (typed_out())
           wino::round_copy(static_cast<uint16_t*>(out_data()) + at, y + o * M * ow, ny * ow);
+        else if (post_)  // post-ops as the span goes out (stored, not streamed: it reads r)
+          apply_post_ops(post_->at(g * ocg + o, at, ow), ny * ow, 1, y + o * M * ow, ny * ow,
+                         out_tensor().data() + at, ny * ow);
         else
-          wino::stream_copy(dst_.data() + at, y + o * M * ow, ny * ow);
+          wino::stream_copy(out_tensor().data() + at, y + o * M * ow, ny * ow);
       }
     }
     wino::stream_fence();
@@ -303,6 +314,7 @@ class WinogradConv final : public HostConv {
   // Per thread: source rows, transformed inputs, GEMM products, one tile row of output.
   std::vector<Tensor> s_, v_, m_, y_;
   wino::BwdWeights<M> bwd_w_;
+  const PostOps* post_ = nullptr;  // set_post_ops
 };
 
 }  // namespace

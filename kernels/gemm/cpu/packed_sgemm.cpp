@@ -224,17 +224,31 @@ GemmRowBlocks gemm_row_blocks(int nt, int64_t m, int64_t n, int64_t mc, int mr, 
 
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  sgemm_packed_post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+}
+
+void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc, const PostOps* post) {
   if (m <= 0 || n <= 0) return;
+  // The post-ops of the tile of rows [i0, i0 + mv) and columns [j0, j0 + nv) at ct, once its sum
+  // is complete: while it is still in L1.
+  auto post_tile = [post](int64_t i0, int64_t j0, int64_t mv, int64_t nv, float* ct, int64_t ldct) {
+    apply_post_ops(post->at(j0, i0 + j0 * post->ldr, post->ldr), mv, nv, ct, ldct, ct, ldct);
+  };
   if (k <= 0 || alpha == 0.0f) {
     if (beta != 1.0f) scale_c(m, n, beta, c, ldc);
+    if (post) post_tile(0, 0, m, n, c, ldc);
     return;
   }
   const Config& cf = config();
   const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
   if (ta && cf.kernel == kernel_avx512 &&
-      gemm_tn_few_columns(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt))
+      gemm_tn_few_columns(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt)) {
+    if (post) post_tile(0, 0, m, n, c, ldc);  // afterwards (a path for few columns)
     return;
+  }
 #endif
   const int mr = cf.mr, nr = cf.nr;
   const int64_t kc_max = cf.kc, nc_max = cf.nc;
@@ -385,8 +399,10 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
           const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
           for (int64_t jr = 0; jr < n_jd; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, n - jr * nr));
-            cf.kernel(kc, as, in_place ? lda : mr, bp_own + jr * nr * kc,
-                      c + jr * nr * ldc + ic + ir * mr, ldc, alpha, pc == 0 ? beta : 1.0f, mv, nv);
+            float* ct = c + jr * nr * ldc + ic + ir * mr;
+            cf.kernel(kc, as, in_place ? lda : mr, bp_own + jr * nr * kc, ct, ldc, alpha,
+                      pc == 0 ? beta : 1.0f, mv, nv);
+            if (post && pc + kc >= k) post_tile(ic + ir * mr, jr * nr, mv, nv, ct, ldc);
           }
         }
       }
@@ -423,6 +439,8 @@ void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
                 else
                   cf.kernel(kc, ap + ir * mr * kc, mr, bq + (jr - jq) * nr * kc, cj + ir * mr, ldc,
                             alpha, beta_eff, mv, nv);
+                if (post && pc + kc >= k)
+                  post_tile(ic + ir * mr, jc + jr * nr, mv, nv, cj + ir * mr, ldc);
               }
             }
           };

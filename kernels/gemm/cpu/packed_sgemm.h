@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/post_ops.h"
+
 namespace pb {
 
 // Column-major, BLAS semantics: C (m x n, ldc) = alpha * op(A) * op(B) + beta * C, where op(A)
@@ -14,6 +16,12 @@ namespace pb {
 // sizes (0 included: then only beta scales C) and leading dimensions >= the stored rows.
 void sgemm_packed(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// The same, then `post` (when not null) on C: column j of C is its channel j (post_ops.h), each
+// tile's post-ops applied as soon as its sum is complete, while the tile is in L1 (a layer's
+// bias, batch-norm, residual add and ReLU fused into its GEMM).
+void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc, const PostOps* post);
 
 // op(A) packed once into the micro-kernel's row slivers, for an A that many products share (an
 // RNN's weights, every step): each product then streams A contiguously instead of packing it

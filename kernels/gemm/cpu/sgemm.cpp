@@ -121,14 +121,23 @@ void sgemm_blis(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
 
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  sgemm_post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+}
+
+void sgemm_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                const PostOps* post) {
   switch (chosen()) {
     case Lib::packed:
-      return sgemm_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return sgemm_packed_post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, post);
     case Lib::openblas:
-      return sgemm_openblas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      sgemm_openblas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      break;
     case Lib::blis:
-      return sgemm_blis(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      sgemm_blis(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      break;
   }
+  if (post) apply_post_ops(*post, m, n, c, ldc, c, ldc);
 }
 
 }  // namespace pb

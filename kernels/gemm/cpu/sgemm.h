@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/core/post_ops.h"
+
 namespace pb {
 
 // "packed", "openblas" or "blis". Throws InputError naming PRIMBENCH_SGEMM for another value,
@@ -18,13 +20,20 @@ const std::string& sgemm_library();
 // parallel region it runs on the calling thread alone (each library).
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// The same, then `post` on C with column j as channel j (post_ops.h; nullptr: none): cpu/packed
+// applies it to each tile as its sum completes, the other libraries in a pass over C after it.
+void sgemm_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                const PostOps* post);
 
 // Row-major C (m x n, ldc) = alpha op(A) op(B) + beta C: the column-major call on the
-// transposes (C^T = op(B)^T op(A)^T).
+// transposes (C^T = op(B)^T op(A)^T); `post` with row i of C as channel i.
 inline void sgemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-                           float* c, int64_t ldc) {
-  sgemm(tb, ta, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+                           float* c, int64_t ldc, const PostOps* post = nullptr) {
+  // Row i of the row-major C is column i of the column-major one: `post`'s channel i, its
+  // residual element (i, j) at res[j + i * ldr].
+  sgemm_post(tb, ta, n, m, k, alpha, b, ldb, a, lda, beta, c, ldc, post);
 }
 
 // Each library directly (column-major). sgemm_blis throws Unsupported when BLIS is absent.

@@ -1,0 +1,196 @@
+// Post-ops (kernels/core/post_ops.h): the formula, cpu/packed's SGEMM applying them inside its
+// tiles on every path of its loop nest (ctest runs PackedSgemmSmoke on each SIMD path), and
+// cpu/im2col's forward applying them through it on every path of its chunking; each against the
+// same product or convolution without them followed by one pass of the post-ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/conv/conv.h"
+#include "kernels/core/fill.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
+
+namespace pb::post_ops_test {
+namespace {
+
+// Channel values and a residual for post-ops over `channels` channels; relu and the residual as
+// asked (the residual's own scale and shift too).
+struct Ops {
+  std::vector<float> scale, shift, rscale, rshift, res;
+  PostOps p;
+  Ops(int64_t channels, int64_t res_size, bool relu, bool residual, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    for (auto* v : {&scale, &shift, &rscale, &rshift}) {
+      v->resize(channels);
+      for (float& x : *v) x = u(rng);
+    }
+    res.resize(res_size);
+    for (float& x : res) x = u(rng);
+    p.scale = scale.data(), p.shift = shift.data(), p.relu = relu;
+    if (residual) p.res = res.data(), p.res_scale = rscale.data(), p.res_shift = rshift.data();
+  }
+};
+
+TEST(PostOps, MatchTheFormula) {
+  // 5 x 3 block (columns 7 apart, written 9 apart), and a row of channels (m = 1).
+  for (bool relu : {false, true})
+    for (bool residual : {false, true}) {
+      Ops o(3, 7 * 3, relu, residual, 1);
+      o.p.ldr = 7;
+      std::vector<float> x(7 * 3), y(9 * 3, -7.0f);
+      std::mt19937 rng(2);
+      std::uniform_real_distribution<float> u(-2, 2);
+      for (float& v : x) v = u(rng);
+      apply_post_ops(o.p, 5, 3, x.data(), 7, y.data(), 9);
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t i = 0; i < 9; ++i) {
+          if (i >= 5) {
+            EXPECT_EQ(y[i + j * 9], -7.0f) << "past the block: " << i << "," << j;
+            continue;
+          }
+          double v = double(x[i + j * 7]) * o.scale[j] + o.shift[j];
+          if (residual) v += double(o.res[i + j * 7]) * o.rscale[j] + o.rshift[j];
+          if (relu) v = std::max(v, 0.0);
+          EXPECT_NEAR(y[i + j * 9], v, 1e-6 * (1 + std::fabs(v))) << i << "," << j;
+        }
+      // A row: element j is channel j, its residual ldr apart; in place.
+      std::vector<float> row(3 * 2), r0 = {x[0], 0, x[1], 0, x[2], 0};
+      row = r0;
+      PostOps p = o.p;
+      p.ldr = 7;
+      apply_post_ops(p, 1, 3, row.data(), 2, row.data(), 2);
+      for (int64_t j = 0; j < 3; ++j) {
+        double v = double(r0[2 * j]) * o.scale[j] + o.shift[j];
+        if (residual) v += double(o.res[j * 7]) * o.rscale[j] + o.rshift[j];
+        if (relu) v = std::max(v, 0.0);
+        EXPECT_NEAR(row[2 * j], v, 1e-6 * (1 + std::fabs(v))) << "row " << j;
+        EXPECT_EQ(row[2 * j + 1], 0.0f);
+      }
+    }
+}
+
+struct GemmCase {
+  bool ta, tb;
+  int64_t m, n, k;
+  float beta;
+  const char* path;  // which part of the loop nest it reaches (packed_sgemm.cpp)
+};
+
+TEST(PackedSgemmSmoke, PostOpsInTheTilesMatchAPassAfter) {
+  const GemmCase cases[] = {
+      {false, false, 300, 40, 300, 0.0f, "A read in place (N <= 64)"},
+      {false, true, 1000, 100, 70, 0.0f, "A in place, N <= 128 with M >= 4N"},
+      {false, false, 3136, 256, 64, 0.0f, "rows split, B packed (ResNet-50's 1x1)"},
+      {false, false, 300, 200, 600, 0.5f, "two blocks of the sum, beta"},
+      {true, false, 100, 600, 300, 0.0f, "few A slivers: B in place"},
+      {false, false, 200, 1200, 40, 0.0f, "columns split"},
+      {true, false, 64, 16, 300, 0.0f, "A^T with few columns"},
+      {false, false, 5, 7, 0, 0.5f, "no sum: beta only"},
+  };
+  for (const GemmCase& c : cases)
+    for (bool relu : {false, true})
+      for (bool residual : {false, true}) {
+        SCOPED_TRACE(std::string(c.path) + (relu ? " relu" : "") + (residual ? " residual" : ""));
+        const int64_t lda = (c.ta ? c.k : c.m) + 1, ldb = (c.tb ? c.n : c.k) + 2, ldc = c.m + 3;
+        std::vector<float> a(lda * (c.ta ? c.m : c.k)), b(ldb * (c.tb ? c.k : c.n));
+        std::vector<float> want(ldc * c.n), got;
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> u(-1, 1);
+        for (auto* v : {&a, &b, &want})
+          for (float& x : *v) x = u(rng);
+        got = want;
+        Ops o(c.n, (c.m + 5) * c.n, relu, residual, 3);
+        o.p.ldr = c.m + 5;
+        sgemm_packed(c.ta, c.tb, c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, c.beta,
+                     want.data(), ldc);
+        apply_post_ops(o.p, c.m, c.n, want.data(), ldc, want.data(), ldc);
+        sgemm_packed_post(c.ta, c.tb, c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, c.beta,
+                          got.data(), ldc, &o.p);
+        int64_t wrong = 0;
+        for (size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+        EXPECT_EQ(wrong, 0) << "elements differ of " << got.size() << " (" << sgemm_packed_config()
+                            << ")";
+      }
+}
+
+std::unique_ptr<ConvImpl> make_impl(const std::string& name) {
+  for (const auto& e : conv_registry())
+    if (e.name == name) return e.make();
+  throw std::runtime_error("no conv implementation " + name);
+}
+
+// A convolution's forward with post-ops writes into the caller's tensor what the plain forward
+// and one pass give: cpu/im2col on each path of its chunking, the Winograd engines as each span
+// leaves the tile buffer, cpu/direct as each tile is scattered. Within 1e-6 relative rather than
+// bitwise: cpu/direct's scatter computes the same formula in its own (scalar) loop, where the
+// compiler may contract a multiply-add differently.
+TEST(ConvPostOps, AppliedInsideTheForward) {
+  const std::vector<std::pair<const char*, std::vector<const char*>>> cases = {
+      {"mb2ic16ih28oc32kh1", {"cpu/im2col", "cpu/direct"}},       // 1x1: the image is the matrix
+      {"mb2ic3ih64oc16kh7sh2ph3", {"cpu/im2col", "cpu/direct"}},  // a stem: blocks of rows
+      {"mb4ic128ih7oc64kh3ph1", {"cpu/im2col", "cpu/winograd_f4", "cpu/direct"}},  // channel blocks
+      {"mb4ic16ih7oc24kh3ph1",
+       {"cpu/im2col", "cpu/winograd_f2", "cpu/direct"}},        // one wide product
+      {"mb2ic32ih28oc64kh1sh2", {"cpu/im2col", "cpu/direct"}},  // strided 1x1
+      {"mb2g2ic32ih14oc32kh3ph1", {"cpu/im2col", "cpu/winograd_f4", "cpu/direct"}},  // groups
+      {"mb1ic64ih56oc64kh1", {"cpu/im2col"}},  // one image: copies and post-ops over the threads
+      {"mb2ic32ih30oc40kh3ph1", {"cpu/winograd_f4", "cpu/direct"}},  // partial tiles and blocks
+  };
+  for (const auto& [s, impls] : cases)
+    for (const char* name : impls)
+      for (bool residual : {false, true}) {
+        SCOPED_TRACE(std::string(name) + " " + s + (residual ? " residual" : ""));
+        const ConvDesc d = ConvDesc::parse(s);
+        Tensor src(d.src_dims()), wei(d.wei_dims()), out(d.dst_dims());
+        fill_uniform(src, 1, -1, 1);
+        fill_uniform(wei, 2, -1, 1);
+        Ops o(d.oc, out.size(), true, residual, 4);
+        auto plain = make_impl(name), fused = make_impl(name);
+        ASSERT_TRUE(fused->supports(d, Dir::fwd));
+        plan_phases(*plain, d, Dir::fwd, {&src, &wei});
+        plan_phases(*fused, d, Dir::fwd, {&src, &wei});
+        ASSERT_TRUE(fused->set_post_ops(&o.p, &out));
+        run_phases(*plain);
+        run_phases(*fused);
+        Tensor want = plain->output_view(0)->clone();
+        apply_post_ops_nchw(o.p, d.mb, d.oc, d.oh * d.ow, want.data(), want.data());
+        EXPECT_EQ(fused->output_view(0), &out);
+        int64_t wrong = 0, zeros = 0;
+        for (int64_t i = 0; i < want.size(); ++i) {
+          wrong += !(std::fabs(out[i] - want[i]) <= 1e-6f * (1 + std::fabs(want[i])));
+          zeros += want[i] == 0.0f;
+        }
+        EXPECT_EQ(wrong, 0) << "elements differ of " << want.size();
+        EXPECT_GT(zeros, 0) << "the ReLU was not exercised";
+        EXPECT_LT(zeros, want.size());
+        const std::vector<Tensor> r = fused->result();
+        EXPECT_EQ(std::memcmp(r[0].data(), out.data(), out.bytes()), 0);
+      }
+  const ConvDesc d = ConvDesc::parse("mb2ic8ih8oc8kh3ph1");
+  Tensor src(d.src_dims()), wei(d.wei_dims()), dst(d.dst_dims()), out(d.dst_dims());
+  PostOps p;
+  for (Dir dir : {Dir::bwd_d, Dir::bwd_w}) {
+    auto impl = make_impl("cpu/im2col");
+    plan_phases(*impl, d, dir, {dir == Dir::bwd_d ? &dst : &src, dir == Dir::bwd_d ? &wei : &dst});
+    EXPECT_FALSE(impl->set_post_ops(&p, &out)) << dir_str(dir);
+  }
+  auto fft = make_impl("cpu/fft");
+  plan_phases(*fft, d, Dir::fwd, {&src, &wei});
+  EXPECT_FALSE(fft->set_post_ops(&p, &out)) << "cpu/fft has none";
+  const ConvDesc bf = ConvDesc::parse("mb2ic8ih8oc8kh3ph1_dt=bf16");
+  auto typed = make_impl("cpu/im2col");
+  plan_phases(*typed, bf, Dir::fwd, {&src, &wei});
+  EXPECT_FALSE(typed->set_post_ops(&p, &out));
+  Tensor other({2, 8, 7, 7});
+  auto shape = make_impl("cpu/im2col");
+  plan_phases(*shape, d, Dir::fwd, {&src, &wei});
+  EXPECT_FALSE(shape->set_post_ops(&p, &other)) << "a tensor of another shape";
+}
+
+}  // namespace
+}  // namespace pb::post_ops_test
