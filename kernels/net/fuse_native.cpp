@@ -46,15 +46,15 @@ struct Operand {
   }
 };
 
-// The post-ops out = [relu](a.y * a.m + a.o [+ b.y * b.m + b.o]) (b.y: the residual, or none).
-// Either a pass of their own after the convolution or fc that wrote a.y (`inner` null), or the
-// convolution's own (`inner`: its call, whose implementation applies them inside its output tiles
-// and writes `out` itself).
 // Stands for a call that is not there yet.
 struct NoCall : Call {
   void run() override {}
 };
 
+// The post-ops out = [relu](a.y * a.m + a.o [+ b.y * b.m + b.o]) (b.y: the residual, or none).
+// Either a pass of their own after the convolution or fc that wrote a.y (`inner` null), or the
+// convolution's own (`inner`: its call, whose implementation applies them inside its output tiles
+// and writes `out` itself).
 struct PostOpsCall : Call {
   Operand a, b;
   bool relu = false;
@@ -106,8 +106,8 @@ class NativeFuser {
     std::vector<std::unique_ptr<Call>> calls;
     for (size_t i = 0; i < ex_.calls.size(); ++i) {
       auto p = passes_.find(i);
-      if (p != passes_.end() &&
-          p->second->inner) {  // the convolution's own call, with its post-ops
+      // The convolution's own call, with its post-ops.
+      if (p != passes_.end() && p->second->inner) {
         p->second->inner = std::move(ex_.calls[i]);
         CallInfo& info = p->second->info;
         info.layer = p->second->inner->info.layer;
@@ -291,8 +291,10 @@ std::string Executor::Impl::fuse_native() {
   infos.clear();
   for (auto& c : calls) infos.push_back(c->info);
   return std::to_string(n.groups) + " passes for bias, batch-norm, add and ReLU (" +
-         std::to_string(n.replaced) + " calls), " + std::to_string(n.in_conv) +
-         " of them as post-ops inside the convolution";
+         std::to_string(n.replaced) + " calls)" +
+         (n.in_conv
+              ? ", " + std::to_string(n.in_conv) + " of them as post-ops inside the convolution"
+              : "");
 }
 
 }  // namespace pb

@@ -129,7 +129,7 @@ class DirectConv : public HostConv {
   }
 
  public:
-  // The fp32 forward's post-ops, applied to each tile as it is scattered out of registers' buffer.
+  // The fp32 forward's post-ops, applied to each tile as it is scattered from the tile buffer.
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
     if (!redirect_output(dst)) return false;
     post_ = p;

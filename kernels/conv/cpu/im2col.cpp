@@ -39,6 +39,7 @@ class Im2colConv : public HostConv {
   }
 
   void prepare_more() override {
+    fwd_.set_post_ops(nullptr);  // a new plan writes its own output again
     if (typed() && dir_ == Dir::bwd_d) return lowp_bwd_d_.prepare(d_);
     if (typed() && dir_ == Dir::bwd_w) return lowp_bwd_w_.prepare(d_);
     if (typed()) return lowp_.prepare(d_);
@@ -71,7 +72,7 @@ class Im2colConv : public HostConv {
   // Fused inside the GEMM's tiles (cpu/packed; the other libraries in a pass after each GEMM):
   // the fp32 forward only.
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
-    if (dir_ != Dir::fwd || typed() || !redirect_output(dst)) return false;
+    if (!redirect_output(dst)) return false;
     fwd_.set_post_ops(p);
     return true;
   }
