@@ -84,6 +84,7 @@ class DirectConv : public HostConv {
 
   void prepare_more() override {
     post_ = nullptr;
+    lowp_.set_post_ops(nullptr);
     const ConvDesc& d = d_;
     if (typed()) return lowp_.prepare(d, q_);
     if (dir_ == Dir::bwd_d) return;  // weights() prepares bwd_d_ from the weights
@@ -121,8 +122,9 @@ class DirectConv : public HostConv {
           const int64_t oc0 = b * 16 * v_, noc = std::min<int64_t>(16 * v_, d.ocg() - oc0);
           const int64_t at = ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0;
           if (post_)
-            scatter_post(buf, noc, post_->at(gi * d.ocg() + oc0, at, d.oh * d.ow),
-                         out_tensor().data() + at);
+            direct::scatter_tile_post(buf, 16 * v_, noc, j_,
+                                      post_->at(gi * d.ocg() + oc0, at, d.oh * d.ow),
+                                      out_tensor().data() + at, d.oh * d.ow);
           else
             direct::scatter_tile(buf, 16 * v_, noc, j_, out_tensor().data() + at, d.oh * d.ow);
         });
@@ -130,31 +132,17 @@ class DirectConv : public HostConv {
 
  public:
   // The fp32 forward's post-ops, applied to each tile as it is scattered from the tile buffer.
+  // In a reduced type with an fp32 output too (direct_lowp.cpp's tiles, scattered the same way).
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
     if (!redirect_output(dst)) return false;
-    post_ = p;
+    if (typed())
+      lowp_.set_post_ops(p);
+    else
+      post_ = p;
     return true;
   }
 
  private:
-  // scatter_tile with the post-ops: channel o of the tile (buf[jj * 16V + o]) to out[o * plane
-  // + jj], p's channel o, its residual at the same place. Each element from buf, so that the
-  // overlapping last tile of a row writes the same values again.
-  void scatter_post(const float* buf, int64_t noc, const PostOps& p, float* out) const {
-    const int64_t plane = d_.oh * d_.ow, w16 = 16 * v_;
-    for (int64_t o = 0; o < noc; ++o) {
-      const float m = p.scale ? p.scale[o] : 1.0f, c = p.shift ? p.shift[o] : 0.0f;
-      const float rm = p.res_scale ? p.res_scale[o] : 1.0f,
-                  rc = p.res_shift ? p.res_shift[o] : 0.0f;
-      for (int jj = 0; jj < j_; ++jj) {
-        float v = buf[jj * w16 + o] * m + c;
-        if (p.res) v += p.res[o * plane + jj] * rm + rc;
-        if (p.relu) v = v > 0.0f ? v : 0.0f;
-        out[o * plane + jj] = v;
-      }
-    }
-  }
-
   // wp_[g][oc-block][icg][kh][kw][16V], zero beyond the group's channels.
   void repack_weights() {
     const ConvDesc& d = d_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/conv/desc.h"
+#include "kernels/core/post_ops.h"
 #include "kernels/core/quant.h"
 #include "kernels/core/tensor.h"
 
@@ -118,6 +119,23 @@ inline void scatter_tile(const T* buf, int w16, int64_t noc, int j, T* out, int6
     for (int jj = 0; jj < j; ++jj) out[o * plane + jj] = buf[jj * w16 + o];
 }
 
+// scatter_tile of an fp32 tile with post-ops: out[o * plane + jj] = p(buf[jj * w16 + o]), p's
+// channel o, its residual at the same place as out. Each element from buf, so that the
+// overlapping last tile of a row writes the same values again.
+inline void scatter_tile_post(const float* buf, int w16, int64_t noc, int j, const PostOps& p,
+                              float* out, int64_t plane) {
+  for (int64_t o = 0; o < noc; ++o) {
+    const float m = p.scale ? p.scale[o] : 1.0f, c = p.shift ? p.shift[o] : 0.0f;
+    const float rm = p.res_scale ? p.res_scale[o] : 1.0f, rc = p.res_shift ? p.res_shift[o] : 0.0f;
+    for (int jj = 0; jj < j; ++jj) {
+      float v = buf[jj * w16 + o] * m + c;
+      if (p.res) v += p.res[o * plane + jj] * rm + rc;
+      if (p.relu) v = v > 0.0f ? v : 0.0f;
+      out[o * plane + jj] = v;
+    }
+  }
+}
+
 // Vectors per tile (1 or 2 x 16 channels) for `ch` vectorised channels: 32 unless 16 divides
 // them and 32 does not.
 inline int pick_v(int64_t ch) {
@@ -190,6 +208,8 @@ class LowpFwd {
   void repack(const void* wei);      // weights(): the typed weights (oc x icg x kh x kw)
   void copy_input(const void* src);  // reorder_in(): the typed NCHW source
   void run(void* out);               // the typed (or f32) NCHW output
+  // With an fp32 output: applied to each tile as it is scattered; nullptr: none. By pointer.
+  void set_post_ops(const PostOps* p) { post_ = p; }
   size_t workspace_bytes() const {
     return wp_.size() + in_.size() + 4 * (wsum_.size() + scale_.size());
   }
@@ -203,6 +223,7 @@ class LowpFwd {
   std::vector<uint8_t> wp_, in_;  // repacked weights, padded phase-split input
   std::vector<int32_t> wsum_;     // u8s8: [g][oc block][kh][16V] weight sums per kernel row
   std::vector<float> scale_;      // per output channel (padded to whole blocks)
+  const PostOps* post_ = nullptr;
 };
 
 }  // namespace pb::direct

@@ -172,7 +172,7 @@ template <class Tr>
 void run_tiles(const ConvDesc& d, const Plan& plan, int v, int j, int64_t nb,
                const std::vector<uint8_t>& in, const std::vector<uint8_t>& wp,
                const std::vector<int32_t>& wsum, const std::vector<float>& scale, int32_t zero,
-               void* out) {
+               const PostOps* post, void* out) {
   using T = typename Tr::T;
   const TileFn<Tr> fn = tile_for<Tr>(v, j);
   const int w16 = 16 * v;
@@ -191,7 +191,10 @@ void run_tiles(const ConvDesc& d, const Plan& plan, int v, int j, int64_t nb,
     const int64_t oc0 = b * w16, noc = std::min<int64_t>(w16, d.ocg() - oc0);
     const int64_t at = ((n * d.oc + gi * d.ocg() + oc0) * d.oh + oy) * d.ow + ox0;
     to_output(buf, j * w16, ot);
-    if (ot == DataType::out_f32)
+    if (ot == DataType::out_f32 && post)
+      scatter_tile_post(buf, w16, noc, j, post->at(gi * d.ocg() + oc0, at, plane),
+                        static_cast<float*>(out) + at, plane);
+    else if (ot == DataType::out_f32)
       scatter_tile(buf, w16, noc, j, static_cast<float*>(out) + at, plane);
     else if (ot == DataType::out_s8)
       scatter_tile(reinterpret_cast<int8_t*>(buf), w16, noc, j, static_cast<int8_t*>(out) + at,
@@ -333,9 +336,9 @@ void LowpFwd::copy_input(const void* src) {
 void LowpFwd::run(void* out) {
 #ifdef PB_X86
   if (d_.dt.integer())
-    run_tiles<U8s8>(d_, plan_, v_, j_, nb_, in_, wp_, wsum_, scale_, zero_, out);
+    run_tiles<U8s8>(d_, plan_, v_, j_, nb_, in_, wp_, wsum_, scale_, zero_, post_, out);
   else
-    run_tiles<Bf16>(d_, plan_, v_, j_, nb_, in_, wp_, wsum_, scale_, zero_, out);
+    run_tiles<Bf16>(d_, plan_, v_, j_, nb_, in_, wp_, wsum_, scale_, zero_, post_, out);
 #else
   (void)out;
   throw Unsupported(unsupported(d_));

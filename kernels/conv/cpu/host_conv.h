@@ -90,10 +90,11 @@ class HostConv : public DirConv {
   // The fp32 output: dst_, or the caller's tensor after redirect_output.
   Tensor& out_tensor() { return target_ ? *target_ : dst_; }
   const Tensor& out_tensor() const { return target_ ? *target_ : dst_; }
-  // For set_post_ops (impl.h): the fp32 forward's output goes to *dst from now on, and dst_'s
-  // memory is freed. False (nothing changes) for another direction or type, or another shape.
+  // For set_post_ops (impl.h): the forward's fp32 output goes to *dst from now on, and dst_'s
+  // memory is freed. False (nothing changes) for another direction, a reduced output type, or
+  // another shape.
   bool redirect_output(Tensor* dst) {
-    if (dir_ != Dir::fwd || typed() || !dst || dst->dims() != dst_.dims()) return false;
+    if (dir_ != Dir::fwd || typed_out() || !dst || dst->dims() != dst_.dims()) return false;
     target_ = dst;
     dst_ = Tensor();
     return true;

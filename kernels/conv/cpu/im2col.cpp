@@ -40,6 +40,7 @@ class Im2colConv : public HostConv {
 
   void prepare_more() override {
     fwd_.set_post_ops(nullptr);  // a new plan writes its own output again
+    lowp_.set_post_ops(nullptr);
     if (typed() && dir_ == Dir::bwd_d) return lowp_bwd_d_.prepare(d_);
     if (typed() && dir_ == Dir::bwd_w) return lowp_bwd_w_.prepare(d_);
     if (typed()) return lowp_.prepare(d_);
@@ -69,11 +70,15 @@ class Im2colConv : public HostConv {
   }
 
  public:
-  // Fused inside the GEMM's tiles (cpu/packed; the other libraries in a pass after each GEMM):
-  // the fp32 forward only.
+  // The forward's post-ops: in fp32 inside the GEMM's tiles (cpu/packed; the other libraries in a
+  // pass after each GEMM), in a reduced type with an fp32 output on each image's output as soon
+  // as it is written (im2col_lowp.cpp).
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
     if (!redirect_output(dst)) return false;
-    fwd_.set_post_ops(p);
+    if (typed())
+      lowp_.set_post_ops(p);
+    else
+      fwd_.set_post_ops(p);
     return true;
   }
 

@@ -213,10 +213,15 @@ class LowpFwd {
   // f32) NCHW output.
   void run(const void* src, const void* wei, const QuantParams& q, void* out);
   size_t workspace_bytes() const { return col_.size() + tmp_.size(); }
+  // With an fp32 output: applied to each image's output as soon as it is written (from L2 or
+  // L3, not as a pass over the whole tensor afterwards); nullptr: none. Kept by pointer.
+  void set_post_ops(const PostOps* p) { post_ = p; }
 
  private:
   void chunk(int64_t n0, const void* src, const void* wei, const QuantParams& q, void* out,
              void* col, void* tmp, bool par) const;
+  void post_image(int64_t n, int64_t gi, void* out) const;
+  const PostOps* post_ = nullptr;
   ConvDesc d_;
   Chunking c_;
   // bf16 with the pixels as the GEMM's rows, one GEMM per image, NCHW written in place (see

@@ -124,6 +124,7 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
           g.a = img + i * d.ic * ihw * in_size, g.lda = ohw;
         g.c = o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size, g.ldc = ohw;
         gemm_packed_lowp(g);
+        if (post_) post_image(n0 + i, gi, out);
       }
       continue;
     }
@@ -148,11 +149,20 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
       g.c = t;
       gemm_packed_lowp(g);
     }
-    for (int64_t i = 0; i < nb; ++i)
+    for (int64_t i = 0; i < nb; ++i) {
       transpose(t + i * ohw * d.ocg() * out_size, d.ocg(), ohw, d.ocg(),
                 o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size, ohw,
                 static_cast<size_t>(out_size), par);
+      if (post_) post_image(n0 + i, gi, out);
+    }
   }
+}
+
+// The post-ops on the group's channels of image n of the fp32 output.
+void LowpFwd::post_image(int64_t n, int64_t gi, void* out) const {
+  const int64_t ohw = d_.oh * d_.ow, at = (n * d_.oc + gi * d_.ocg()) * ohw;
+  float* y = static_cast<float*>(out) + at;
+  apply_post_ops(post_->at(gi * d_.ocg(), at, ohw), ohw, d_.ocg(), y, ohw, y, ohw);
 }
 
 namespace {

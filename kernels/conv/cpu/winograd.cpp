@@ -154,7 +154,7 @@ class WinogradConv final : public HostConv {
 
   // The fp32 forward's post-ops, applied to each output span as it leaves the tile buffer.
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
-    if (!redirect_output(dst)) return false;
+    if (typed() || !redirect_output(dst)) return false;
     post_ = p;
     return true;
   }
