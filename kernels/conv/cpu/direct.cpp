@@ -130,16 +130,14 @@ class DirectConv : public HostConv {
         });
   }
 
- public:
-  // The fp32 forward's post-ops, applied to each tile as it is scattered from the tile buffer.
-  // In a reduced type with an fp32 output too (direct_lowp.cpp's tiles, scattered the same way).
-  bool set_post_ops(const PostOps* p, Tensor* dst) override {
-    if (!redirect_output(dst)) return false;
+  // Applied to each tile as it is scattered from the tile buffer, in fp32 and in a reduced type
+  // (direct_lowp.cpp's tiles, scattered the same way).
+  bool takes_post_ops() const override { return true; }
+  void use_post_ops(const PostOps* p) override {
     if (typed())
       lowp_.set_post_ops(p);
     else
       post_ = p;
-    return true;
   }
 
  private:

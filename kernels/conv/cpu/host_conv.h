@@ -45,6 +45,13 @@ class HostConv : public DirConv {
       if (typed_out()) to_storage_out(diff_bias_.data(), d_.oc, d_.dt.out, bias_out_.data());
     }
   }
+  // Post-ops (impl.h) where the algorithm takes them (takes_post_ops), on the forward with an
+  // fp32 output: written into *dst from then on.
+  bool set_post_ops(const PostOps* p, Tensor* dst) final {
+    if (!takes_post_ops() || !redirect_output(dst)) return false;
+    use_post_ops(p);
+    return true;
+  }
   // A reduced output type lives in its typed buffer: no fp32 view.
   const Tensor* output_view(size_t i) const override {
     if (typed_out()) return nullptr;
@@ -76,7 +83,11 @@ class HostConv : public DirConv {
 
  protected:
   virtual void prepare_more() {}  // plan() of the algorithm: what depends on the shape only
-  virtual void run_dir() = 0;     // computes dst_ (or, for a reduced output type, out_) for dir_
+  // Whether the algorithm applies post-ops to this plan's output, and from now on these (called
+  // once the output is redirected); prepare_more() drops them (a new plan writes its own output).
+  virtual bool takes_post_ops() const { return false; }
+  virtual void use_post_ops(const PostOps*) {}
+  virtual void run_dir() = 0;  // computes dst_ (or, for a reduced output type, out_) for dir_
 
   bool typed() const { return !d_.dt.is_f32(); }
   bool typed_out() const { return d_.dt.out != DataType::out_f32; }
@@ -90,9 +101,8 @@ class HostConv : public DirConv {
   // The fp32 output: dst_, or the caller's tensor after redirect_output.
   Tensor& out_tensor() { return target_ ? *target_ : dst_; }
   const Tensor& out_tensor() const { return target_ ? *target_ : dst_; }
-  // For set_post_ops (impl.h): the forward's fp32 output goes to *dst from now on, and dst_'s
-  // memory is freed. False (nothing changes) for another direction, a reduced output type, or
-  // another shape.
+  // The forward's fp32 output goes to *dst from now on, and dst_'s memory is freed. False
+  // (nothing changes) for another direction, a reduced output type, or another shape.
   bool redirect_output(Tensor* dst) {
     if (dir_ != Dir::fwd || typed_out() || !dst || dst->dims() != dst_.dims()) return false;
     target_ = dst;

@@ -69,17 +69,14 @@ class Im2colConv : public HostConv {
     fwd_.run(*src_, *wei_, out_tensor());
   }
 
- public:
-  // The forward's post-ops: in fp32 inside the GEMM's tiles (cpu/packed; the other libraries in a
-  // pass after each GEMM), in a reduced type with an fp32 output on each image's output as soon
-  // as it is written (im2col_lowp.cpp).
-  bool set_post_ops(const PostOps* p, Tensor* dst) override {
-    if (!redirect_output(dst)) return false;
+  // In fp32 inside the GEMM's tiles (cpu/packed; the other libraries in a pass after each GEMM),
+  // in a reduced type on each image's output as soon as it is written (im2col_lowp.cpp).
+  bool takes_post_ops() const override { return true; }
+  void use_post_ops(const PostOps* p) override {
     if (typed())
       lowp_.set_post_ops(p);
     else
       fwd_.set_post_ops(p);
-    return true;
   }
 
  private:

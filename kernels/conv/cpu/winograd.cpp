@@ -152,11 +152,12 @@ class WinogradConv final : public HostConv {
     }
   }
 
-  // The fp32 forward's post-ops, applied to each output span as it leaves the tile buffer.
-  bool set_post_ops(const PostOps* p, Tensor* dst) override {
-    if (typed() || !redirect_output(dst)) return false;
+  // In fp32, applied to each output span as it leaves the tile buffer.
+  bool takes_post_ops() const override {
+    return !typed();
+  }
+  void use_post_ops(const PostOps* p) override {
     post_ = p;
-    return true;
   }
 
   // bf16: 1 where the GEMMs ran on bf16 dot products, 0 where on fp32 (see the top).
