@@ -1,9 +1,10 @@
 // cpu/native pooling: OpenMP over (n, c) planes; windows are separable (a row pass into a small
 // per-thread buffer, then a column pass), so both passes are unit- or fixed-stride SIMD loops and
-// each plane is read from memory once and written once; rows shorter than 16 outputs go 16 planes
-// at a time through a transposed copy instead (forward_blocked). Max backward scatters diff_dst
-// through an argmax workspace recorded in forward_state(): the window index of the first maximum in
-// row-major scan order (strict '>' while scanning, so ties go to the earliest element).
+// each plane is read from memory once and written once; rows shorter than 16 outputs, and windows
+// of 3x3 and more on planes that fit half of L2, go 16 planes at a time through a transposed copy
+// instead (forward_blocked). Max backward scatters diff_dst through an argmax workspace recorded
+// in forward_state(): the window index of the first maximum in row-major scan order (strict '>'
+// while scanning, so ties go to the earliest element).
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/core/machine.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"  // transpose_words
 #include "kernels/pool/cpu/host_pool.h"
 
@@ -174,13 +176,24 @@ class PoolCpuNative : public HostPool {
   }
 
   // Rows shorter than a vector (AlexNet's pool2 and pool5, VGG-16's pool4 and pool5): the
-  // separable passes spent their time in loop overhead on rows of 6-14 outputs (0.2-0.5x oneDNN).
+  // separable passes spent their time in loop overhead on rows of 6-14 outputs (0.2-0.5x oneDNN);
+  // and larger windows on planes that fit the cache (below).
   // Here kLanes planes at a time are transposed into [row][column][plane] (oneDNN's nChw16c,
   // within the call), every output takes its window's kLanes-wide rows whole, and the outputs are
   // transposed back. Returns the planes done (whole groups of kLanes; the rest go the other way).
   static constexpr int64_t kLanes = 16;
   bool blocked() const {
-    return d_.ow < kLanes && planes() >= kLanes;
+    if (planes() < kLanes) return false;
+    if (d_.ow < kLanes) return true;
+    // Windows of 3x3 and more on planes whose group (input and output, transposed) fits half of
+    // L2: every window row is then kLanes-wide vectors instead of strided loads into a row
+    // buffer. Zen 5 family 26, 2 threads, alternating runs (primbench run pool, medians of
+    // 20-30), ms separable -> blocked: AlexNet's pool1 (3x3 s2, 55x55) max 1.05-1.07 -> 0.78-0.84
+    // (onednn/auto 0.82-0.95), avg 1.25-1.28 -> 0.93; GoogLeNet's 3x3 s1 at 28x28 1.39-1.46 ->
+    // 0.89-0.96. Larger planes lost (VGG-16's 2x2 s2 at 224x224 8.5 -> 10.5), and ResNet-50's
+    // pool1 (3x3 s2, 112x112) was even (3.12-3.22 -> 3.07-3.09).
+    const double group = 4.0 * kLanes * (d_.ih * d_.iw + d_.oh * d_.ow);
+    return d_.kh * d_.kw >= 9 && group <= cache_bytes(2, 1 << 20) / 2;
   }
   template <bool Max>
   int64_t forward_blocked() {
