@@ -1,9 +1,11 @@
 // Post-ops (kernels/core/post_ops.h): the formula, cpu/packed's SGEMM applying them inside its
 // tiles on every path of its loop nest (ctest runs PackedSgemmSmoke on each SIMD path), and
-// cpu/im2col's forward applying them through it on every path of its chunking; each against the
-// same product or convolution without them followed by one pass of the post-ops.
+// cpu/im2col's forward applying them through it on every path of its chunking, oneDNN's
+// convolution as its own post-ops; each against the same product or convolution without them
+// followed by one pass of the post-ops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "kernels/conv/conv.h"
+#include "kernels/conv/traits.h"
 #include "kernels/core/fill.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
@@ -202,6 +205,103 @@ TEST(ConvPostOps, AppliedInsideTheForward) {
   auto shape = make_impl("cpu/im2col");
   plan_phases(*shape, d, Dir::fwd, {&src, &wei});
   EXPECT_FALSE(shape->set_post_ops(&p, &other)) << "a tensor of another shape";
+}
+
+// oneDNN's convolution takes the post-ops as its own in every type it has here, on the forward
+// with an fp32 output (the scale folded into the weights or u8s8's output scales, the shift as its
+// bias, ReLU as an eltwise post-op), folds a scale that changed between runs again, and refuses a
+// residual (the pass stays: onednn_conv.cpp says why) and the backward directions. Against the
+// plain primitive and one pass:
+// - fp32: the fused primitive is oneDNN's forward_inference where the plain one is its
+//   forward_training, two kernels whose sums may round differently: within 1e-5 of the output's
+//   largest magnitude rather than bitwise. u8s8: int32 sums are exact; the scale and the bias
+//   are applied in another order (1e-5 too).
+// - bf16 with a scale: the weights are rounded to bf16 after the scale where the plain
+//   primitive rounds them before, each rounding within 2^-9 relative, so each output within
+//   2^-8 * |scale| * sum |x w| (that sum from the plain primitive on |x| and |w|) more.
+TEST(ConvPostOps, OnednnTakesThemAsItsOwn) {
+  bool built = false;
+  for (const auto& e : conv_registry()) built |= e.name == "onednn/auto";
+  if (!built) GTEST_SKIP() << "built without oneDNN";
+  for (const char* s :
+       {"mb2ic32ih14oc48kh3ph1", "mb2ic64ih7oc32kh1", "mb2ic32ih14oc48kh3ph1_dt=bf16",
+        "mb2ic64ih7oc32kh1_dt=bf16", "mb2ic32ih14oc48kh3ph1_dt=u8s8",
+        "mb2ic64ih7oc32kh1sh2_dt=u8s8", "mb2g2ic32ih14oc32kh3ph1_dt=bf16"})
+    for (bool bn : {false, true}) {
+      SCOPED_TRACE(std::string(s) + (bn ? " bn" : " bias only"));
+      const ConvDesc d = ConvDesc::parse(s);
+      // The problem's own inputs (u8s8: values exact in the types and the quantisation's scales).
+      std::vector<NamedTensor> inputs = ConvTraits::make_inputs(d, Dir::fwd, 1);
+      std::vector<const Tensor*> in;
+      for (const NamedTensor& t : inputs) in.push_back(&t.tensor);
+      Tensor out(d.dst_dims());
+      Ops o(d.oc, out.size(), true, false, 5);
+      if (!bn) o.p.scale = nullptr;  // the bias and ReLU of a layer with no batch-norm
+      auto plain = make_impl("onednn/auto"), fused = make_impl("onednn/auto");
+      const Support sup = fused->supports(d, Dir::fwd);
+      if (!d.dt.is_f32() && !sup) continue;  // a CPU without BF16 or VNNI
+      ASSERT_TRUE(sup) << sup.reason;
+      plan_phases(*plain, d, Dir::fwd, in);
+      plan_phases(*fused, d, Dir::fwd, in);
+      ASSERT_TRUE(fused->set_post_ops(&o.p, &out));
+      run_phases(*plain);
+      // sum |x w| per output, for bf16's bound.
+      Tensor abs_src = in[0]->clone(), abs_wei = in[1]->clone();
+      for (Tensor* t : {&abs_src, &abs_wei})
+        for (int64_t i = 0; i < t->size(); ++i) (*t)[i] = std::fabs((*t)[i]);
+      auto sums = make_impl("onednn/auto");
+      std::vector<const Tensor*> abs_in = in;
+      abs_in[0] = &abs_src, abs_in[1] = &abs_wei;
+      plan_phases(*sums, d, Dir::fwd, abs_in);
+      run_phases(*sums);
+      const Tensor& abs_sum = *sums->output_view(0);
+      for (int step = 0; step < 2; ++step) {
+        SCOPED_TRACE(step ? "a new scale and shift" : "first run");
+        if (step)  // new parameters: folded again
+          for (int64_t c = 0; c < d.oc; ++c) o.scale[c] *= -0.75f, o.shift[c] += 0.25f;
+        run_phases(*fused);
+        Tensor want = plain->output_view(0)->clone();
+        apply_post_ops_nchw(o.p, d.mb, d.oc, d.oh * d.ow, want.data(), want.data());
+        EXPECT_EQ(fused->output_view(0), &out);
+        double largest = 0;
+        for (int64_t i = 0; i < want.size(); ++i)
+          largest = std::max(largest, std::fabs(double(want[i])));
+        const int64_t hw = d.oh * d.ow;
+        int64_t wrong = 0, zeros = 0;
+        for (int64_t i = 0; i < want.size(); ++i) {
+          const double rounding =
+              d.dt.in == DataType::bf16 && bn
+                  ? std::ldexp(1.0, -8) * std::fabs(o.scale[(i / hw) % d.oc]) * abs_sum[i]
+                  : 0.0;
+          wrong += !(std::fabs(out[i] - want[i]) <= 1e-5 * largest + rounding);
+          zeros += want[i] == 0.0f;
+        }
+        EXPECT_EQ(wrong, 0) << "elements differ of " << want.size();
+        EXPECT_GT(zeros, 0) << "the ReLU was not exercised";
+        EXPECT_LT(zeros, want.size());
+        const std::vector<Tensor> r = fused->result();
+        EXPECT_EQ(std::memcmp(r[0].data(), out.data(), out.bytes()), 0);
+      }
+      // A new plan drops the post-ops.
+      plan_phases(*fused, d, Dir::fwd, in);
+      EXPECT_NE(fused->output_view(0), &out) << "a new plan writes its own output again";
+    }
+  const ConvDesc d = ConvDesc::parse("mb2ic16ih8oc16kh3ph1");
+  Tensor src(d.src_dims()), wei(d.wei_dims()), dst(d.dst_dims()), out(d.dst_dims());
+  Ops o(d.oc, out.size(), true, true, 6);
+  auto impl = make_impl("onednn/auto");
+  plan_phases(*impl, d, Dir::fwd, {&src, &wei});
+  EXPECT_FALSE(impl->set_post_ops(&o.p, &out)) << "a residual stays in the pass";
+  // onednn/winograd cannot scale its weights as it reorders them (oneDNN 2.6): refused, no throw.
+  auto wino = make_impl("onednn/winograd");
+  Ops bn(d.oc, out.size(), true, false, 7);
+  if (wino->supports(d, Dir::fwd)) {
+    plan_phases(*wino, d, Dir::fwd, {&src, &wei});
+    EXPECT_NO_THROW(wino->set_post_ops(&bn.p, &out));
+  }
+  o.p.res = nullptr;
+  plan_phases(*impl, d, Dir::bwd_d, {&dst, &wei});
+  EXPECT_FALSE(impl->set_post_ops(&o.p, &out)) << "bwd_d";
 }
 
 }  // namespace

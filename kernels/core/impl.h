@@ -95,8 +95,9 @@ class Impl {
   // its output with *p applied into *dst (the caller's tensor of the output's shape) instead of
   // its own (which it may free), and output_view(0) and result() give *dst. Channel c of the
   // output is p's channel c, its residual a tensor of the output's shape, neither *dst. p is read
-  // at every run (its values may change between runs); p and dst must outlive the runs. False
-  // where not supported: nothing changes.
+  // at every run (its values and addresses may change between runs; which of its pointers are
+  // null and relu may not: an implementation may build its post-ops from them here); p and dst
+  // must outlive the runs. False where not supported: nothing changes.
   virtual bool set_post_ops(const PostOps*, Tensor*) { return false; }
 };
 

@@ -63,12 +63,19 @@ struct PostOpsCall : Call {
   std::unique_ptr<Call> inner;
   PostOps ops;  // what the inner call's implementation reads at each run
 
-  void run() override {
+  // The coefficients of this run into ops; a scale or shift that is 1 or 0 whatever the
+  // parameters (no batch-norm, no bias) stays null, so an implementation can leave it out.
+  void update() {
     a.coefficients(c);
     if (b.y) b.coefficients(c);
-    ops.scale = a.m.data(), ops.shift = a.o.data(), ops.relu = relu;
+    ops.scale = a.bn ? a.m.data() : nullptr, ops.shift = a.bn || a.bias ? a.o.data() : nullptr;
+    ops.relu = relu;
     ops.res = b.y ? b.y->data() : nullptr;
-    ops.res_scale = b.y ? b.m.data() : nullptr, ops.res_shift = b.y ? b.o.data() : nullptr;
+    ops.res_scale = b.bn ? b.m.data() : nullptr;
+    ops.res_shift = b.bn || b.bias ? b.o.data() : nullptr;
+  }
+  void run() override {
+    update();
     if (inner) return inner->run();
     apply_post_ops_nchw(ops, mb, c, hw, a.y->data(), out->data());
   }
@@ -260,6 +267,7 @@ class NativeFuser {
     const int layer = swap ? folded : static_cast<int>(l);
     if (h < 0 || net_.layers[layer].kind != LayerKind::conv) return -1;
     if (swap) std::swap(pass.a, pass.b);
+    pass.update();  // which post-ops there are: the implementation may build its own from them
     if (!ex_.calls[h]->set_post_ops(&pass.ops, pass.out)) {
       if (swap) std::swap(pass.a, pass.b);
       return -1;

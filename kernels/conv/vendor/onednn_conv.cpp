@@ -5,7 +5,8 @@
 // conversions. A reduced type's activations are converted to it in plan() (never timed, as every
 // implementation does), its weights by the weights() reorder from the fp32 goihw tensor straight
 // into oneDNN's layout and type; u8s8's scales are output scales per channel and the source's
-// zero point oneDNN's.
+// zero point oneDNN's. A network's post-ops (set_post_ops: bias, batch-norm and ReLU, not a
+// residual add) become oneDNN's own on the forward (see PostOpForm).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "kernels/conv/conv.h"
 #include "kernels/core/error.h"
+#include "kernels/core/post_ops.h"
 #include "kernels/core/quant.h"
 #include "kernels/vendor_onednn.h"
 
@@ -52,20 +54,47 @@ ArgTypes arg_types(const ConvDesc& d, Dir dir) {
 
 // u8s8: dst = scale[oc] * sum(wei * (src - zero)), scale = wei_scale * src_scale (/ dst_scale
 // for an s8 output). `q` null: ones (the descriptor is the same whatever the values).
-dnnl::primitive_attr quant_attr(const ConvDesc& d, const QuantParams* q) {
+// `factor` (per output channel, or null): a batch-norm's scale folded into them (PostOpForm).
+std::vector<float> quant_scales(const ConvDesc& d, const QuantParams& q, const float* factor) {
+  std::vector<float> scales(d.oc);
+  const float div = d.dt.out == DataType::out_s8 ? q.dst_scale : 1.0f;
+  for (int64_t o = 0; o < d.oc; ++o)
+    scales[o] = q.wei_scale[o] * q.src_scale / div * (factor ? factor[o] : 1.0f);
+  return scales;
+}
+dnnl::primitive_attr quant_attr(const ConvDesc& d, const QuantParams* q,
+                                const float* factor = nullptr) {
   dnnl::primitive_attr attr;
   if (!d.dt.integer()) return attr;
   std::vector<float> scales(d.oc, 1.0f);
   int32_t zero = 1;
   if (q) {
-    const float div = d.dt.out == DataType::out_s8 ? q->dst_scale : 1.0f;
-    for (int64_t o = 0; o < d.oc; ++o) scales[o] = q->wei_scale[o] * q->src_scale / div;
+    scales = quant_scales(d, *q, factor);
     zero = q->src_zero;
   }
   attr.set_output_scales(1 << 1, scales);  // per dst dimension 1: the output channel
   if (zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {zero});
   return attr;
 }
+
+// A network's post-ops (post_ops.h) on oneDNN's convolution as a framework folds an inference
+// batch-norm into it: the scale into the weights (fp32, bf16: their reorder scales each output
+// channel) or into u8s8's output scales, the shift as the convolution's bias (u8s8: divided by
+// the output scale, which oneDNN applies to the bias too), ReLU as an eltwise post-op. Measured
+// on ResNet-50's res2 1x1 layer (16x256x56x56 -> 64) on this machine (Zen 5): bias + ReLU cost
+// 2-13% over the plain convolution, where binary mul and add post-ops cost 20-45%, more than the
+// executor's pass after it. No residual: a full-tensor binary add of it makes oneDNN 2.6 fall
+// back to its reference or gemm convolution (10x slower in fp32, 600x in u8s8 on a 3x3 layer),
+// and its sum post-op wants the residual in the output first, in the output's layout (blocked or
+// channels-last, where the residual is NCHW): that transposing reorder took 5.4 ms for the
+// 16x256x56x56 residual in u8s8, more than the whole pass it would save.
+struct PostOpForm {
+  bool scale = false, shift = false, relu = false;
+  explicit PostOpForm(const PostOps* p = nullptr) {
+    if (p) scale = p->scale, shift = p->shift, relu = p->relu;
+  }
+  bool any() const { return scale || shift || relu; }
+};
 
 // The primitive for one (desc, direction) and the oneDNN argument ids of its inputs/outputs.
 struct Built {
@@ -77,9 +106,13 @@ struct Built {
     Dims dims;
   };
   std::vector<Output> outputs;  // in the order conv.h lists them
+  std::string impl;             // the forward's oneDNN implementation
+  memory::desc bias;            // the forward's bias (zero: none)
 };
 
-Built build(const ConvDesc& d, Dir dir, algorithm alg, const QuantParams* q = nullptr) {
+// `post`: the forward with those post-ops, u8s8's output scales times `factor`.
+Built build(const ConvDesc& d, Dir dir, algorithm alg, const QuantParams* q = nullptr,
+            const PostOpForm& post = PostOpForm(), const float* factor = nullptr) {
   auto& eng = onednn::engine();
   const memory::dims strides{d.sh, d.sw}, dil{d.dh, d.dw}, pad_l{d.ph, d.pw};
   // A negative end pad (unused trailing rows when the stride does not divide) gives the same
@@ -94,16 +127,35 @@ Built build(const ConvDesc& d, Dir dir, algorithm alg, const QuantParams* q = nu
       d.dt.integer() ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
   const ArgTypes h = dir == Dir::fwd ? t : arg_types(d, Dir::fwd);
   const mdt in = onednn::data_type(d.dt.in, true);
-  dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(prop, alg, dir == Dir::fwd ? src : any_md(d.src_dims(), in),
-                                      dir == Dir::fwd ? wei : any_md(d.wei_dims(), h.wei),
-                                      dir == Dir::fwd ? dst : any_md(d.dst_dims(), in), strides,
-                                      dil, pad_l, pad_r),
-      quant_attr(d, q), eng);
+  auto forward = [&](dnnl::prop_kind p, const memory::desc& s, const memory::desc& o,
+                     const dnnl::primitive_attr& attr, const memory::desc& bias) {
+    return dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(p, alg, s,
+                                        dir == Dir::fwd ? wei : any_md(d.wei_dims(), h.wei), bias,
+                                        o, strides, dil, pad_l, pad_r),
+        attr, eng);
+  };
+  dnnl::convolution_forward::primitive_desc fwd =
+      forward(prop, dir == Dir::fwd ? src : any_md(d.src_dims(), in),
+              dir == Dir::fwd ? dst : any_md(d.dst_dims(), in), quant_attr(d, q), memory::desc());
+  if (post.any()) {
+    // Post-ops are inference's: with forward_training oneDNN 2.6 takes them only in its
+    // reference convolution. In the activation layouts the forward without them chose: with
+    // forward_inference `any` picks channels-last brgconv in bf16, where the blocked layout
+    // forward_training picks ran ResNet-50's 1x1 layers 1.5-1.8x faster on this machine (Zen 5).
+    dnnl::primitive_attr attr = quant_attr(d, q, factor);
+    dnnl::post_ops po;
+    if (post.relu) po.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(po);
+    fwd = forward(dnnl::prop_kind::forward_inference, fwd.src_desc(), fwd.dst_desc(), attr,
+                  post.shift ? plain_md({d.oc}) : memory::desc());
+  }
   Built b;
+  b.impl = fwd.impl_info_str();
   if (dir == Dir::fwd) {
     b.prim = dnnl::convolution_forward(fwd);
     b.inputs = {{DNNL_ARG_SRC, fwd.src_desc()}, {DNNL_ARG_WEIGHTS, fwd.weights_desc()}};
+    b.bias = fwd.bias_desc();
     b.outputs = {{DNNL_ARG_DST, fwd.dst_desc(), d.dst_dims()}};
   } else if (dir == Dir::bwd_d) {
     dnnl::convolution_backward_data::primitive_desc pd(
@@ -156,11 +208,44 @@ class OnednnConv : public ConvImpl {
   }
 
   void plan(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) override {
+    post_ = PostOpForm(), post_src_ = nullptr, target_ = nullptr;  // a new plan has none
+    plan_with_post_ops(d, dir, in);
+  }
+  // Post-ops (impl.h) on the forward with an fp32 output, as oneDNN's own (PostOpForm): the
+  // primitive is made again with them, writing into *dst.
+  bool set_post_ops(const PostOps* p, Tensor* dst) override {
+    if (dir_ != Dir::fwd || d_.dt.out != DataType::out_f32 || !p || p->res || !dst ||
+        dst->dims() != d_.dst_dims())
+      return false;
+    const PostOpForm form(p);
+    // u8s8's bias is divided by the output scale, which a zero batch-norm scale makes zero.
+    if (d_.dt.integer() && form.scale && std::count(p->scale, p->scale + d_.oc, 0.0f)) return false;
     try {
-      d_ = d;
+      // Where oneDNN has the post-ops only in a reference implementation, the pass stays.
+      const Built b = build(d_, dir_, alg_, nullptr, form);
+      if (b.impl.rfind("ref", 0) == 0 && b_.impl.rfind("ref", 0) != 0) return false;
+      // Nor where oneDNN cannot scale the weights into its layout (onednn/winograd's).
+      if (form.scale && !d_.dt.integer())
+        scaling_reorder(plain_md(d_.wei_dims()), b.inputs[1].second);
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_unimplemented) return false;  // this primitive has no such post-ops
+      onednn::rethrow(e, "oneDNN conv " + name_ + " with post-ops");
+    }
+    post_ = form, post_src_ = p, target_ = dst;
+    if (form.scale) folded_.assign(p->scale, p->scale + d_.oc);
+    plan_with_post_ops(d_, dir_, inputs_);
+    weights();
+    return true;
+  }
+
+ private:
+  void plan_with_post_ops(const ConvDesc& d, Dir dir, const std::vector<const Tensor*>& in) {
+    try {
+      d_ = d, dir_ = dir;
       inputs_ = in;
       const QuantParams q = QuantParams::from(in, 2);
-      b_ = build(d, dir, alg_, d.dt.integer() ? &q : nullptr);
+      b_ = build(d, dir, alg_, d.dt.integer() ? &q : nullptr, post_,
+                 post_.scale && d.dt.integer() ? folded_.data() : nullptr);
       auto& eng = onednn::engine();
       args_.clear();
       wei_reorders_.clear();
@@ -184,6 +269,12 @@ class OnednnConv : public ConvImpl {
         memory user = weights || d.dt.is_f32()
                           ? memory(plain_md(in[i]->dims()), eng, const_cast<float*>(in[i]->data()))
                           : typed_user(*in[i], md.data_type());
+        if (weights && fold_into_weights()) {  // scaled into a copy of their own by weights()
+          args_[arg] = memory(md, eng);
+          scaled_weights_ = {user, args_[arg]};
+          ws_ += md.get_size();
+          continue;
+        }
         if (md == user.get_desc()) {
           args_[arg] = user;
           continue;
@@ -197,12 +288,12 @@ class OnednnConv : public ConvImpl {
       // picks that layout, else written in its own and converted by reorder_out(). A reduced
       // output type's lives in a typed NCHW buffer that result() reads.
       for (const auto& o : b_.outputs) {
-        views_.emplace_back(o.dims);
+        // set_post_ops's *dst is the forward's output; its own is freed.
+        target_ ? views_.emplace_back() : views_.emplace_back(o.dims);
         const mdt type = o.md.data_type();
         const memory::desc plain = plain_md(o.dims, type);
-        memory user(
-            plain, eng,
-            type == mdt::f32 ? static_cast<void*>(views_.back().data()) : typed_buffer(plain));
+        float* out = target_ ? target_->data() : views_.back().data();
+        memory user(plain, eng, type == mdt::f32 ? static_cast<void*>(out) : typed_buffer(plain));
         out_users_.push_back(user);
         if (o.md == user.get_desc()) {
           args_[o.arg] = user;
@@ -213,13 +304,73 @@ class OnednnConv : public ConvImpl {
         out_reorders_.push_back({mine, user});
         ws_ += o.md.get_size();
       }
+      if (post_.any()) plan_post_ops();
     } catch (const dnnl::error& e) {
       onednn::rethrow(e, "oneDNN conv " + name_);
     }
   }
-  void weights() override { onednn::convert(wei_reorders_); }
+  // fp32 and bf16 fold the batch-norm's scale into the weights; u8s8 into its output scales.
+  bool fold_into_weights() const { return post_.scale && !d_.dt.integer(); }
+  // The bias the shift becomes, and the reorder that scales the weights (weights() runs it).
+  void plan_post_ops() {
+    auto& eng = onednn::engine();
+    if (post_.shift) {
+      bias_.assign(d_.oc, 0.0f);
+      args_[DNNL_ARG_BIAS] = memory(b_.bias, eng, bias_.data());
+    }
+    if (!fold_into_weights()) return;
+    scale_reorder_ = dnnl::reorder(
+        scaling_reorder(scaled_weights_.first.get_desc(), scaled_weights_.second.get_desc()));
+  }
+  // A weights reorder that scales each output channel by a run-time factor.
+  dnnl::reorder::primitive_desc scaling_reorder(const memory::desc& from,
+                                                const memory::desc& to) const {
+    dnnl::primitive_attr attr;
+    // Per output channel: dimension 0 of oihw, 0 and 1 of goihw (the channel g * ocg + o).
+    attr.set_output_scales(d_.g > 1 ? 3 : 1, {DNNL_RUNTIME_F32_VAL});
+    auto& eng = onednn::engine();
+    return dnnl::reorder::primitive_desc(eng, from, eng, to, attr);
+  }
+  // This run's bias; a batch-norm scale that changed since it was folded is folded again (the
+  // weights reordered, or u8s8's primitive made again: only when the parameters change).
+  void start_post_ops() {
+    const PostOps& p = *post_src_;
+    if (post_.scale && !std::equal(folded_.begin(), folded_.end(), p.scale)) {
+      folded_.assign(p.scale, p.scale + d_.oc);
+      if (d_.dt.integer()) {
+        if (std::count(folded_.begin(), folded_.end(), 0.0f))
+          throw RuntimeError("oneDNN conv " + name_ + ": post-ops with a zero scale in u8s8");
+        plan_with_post_ops(d_, dir_, inputs_);
+        reorder_in();  // into the new primitive's copies
+      }
+      weights();
+    }
+    if (!post_.shift) return;
+    if (!d_.dt.integer()) {
+      std::copy(p.shift, p.shift + d_.oc, bias_.begin());
+      return;
+    }
+    // oneDNN's u8s8: dst = scale * (sum + bias).
+    const std::vector<float> scales = quant_scales(d_, q_, post_.scale ? folded_.data() : nullptr);
+    for (int64_t c = 0; c < d_.oc; ++c) bias_[c] = p.shift[c] / scales[c];
+  }
+
+ public:
+  void weights() override {
+    onednn::convert(wei_reorders_);
+    if (!fold_into_weights()) return;
+    memory scales(memory::desc({d_.oc}, mdt::f32, tag::x), onednn::engine(), folded_.data());
+    const auto& [from, to] = scaled_weights_;
+    scale_reorder_.execute(
+        onednn::stream(),
+        {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_ATTR_OUTPUT_SCALES, scales}});
+    onednn::stream().wait();
+  }
   void reorder_in() override { onednn::convert(act_reorders_); }
-  void run() override { b_.prim.execute(onednn::stream(), args_); }
+  void run() override {
+    if (post_src_) start_post_ops();
+    b_.prim.execute(onednn::stream(), args_);
+  }
   void reorder_out() override { onednn::convert(out_reorders_); }
   void sync() override { onednn::stream().wait(); }
   // A network's real-valued activations into the type again (impl.h), in place in the typed
@@ -234,12 +385,13 @@ class OnednnConv : public ConvImpl {
   }
   // A reduced output type has no fp32 view.
   const Tensor* output_view(size_t i) const override {
-    return i < views_.size() && d_.dt.out == DataType::out_f32 ? &views_[i] : nullptr;
+    if (i >= views_.size() || d_.dt.out != DataType::out_f32) return nullptr;
+    return i == 0 && target_ ? target_ : &views_[i];
   }
   std::vector<Tensor> result() override {
     std::vector<Tensor> v;
     for (size_t i = 0; i < views_.size(); ++i) {
-      v.push_back(views_[i].clone());
+      v.push_back(i == 0 && target_ ? target_->clone() : views_[i].clone());
       if (d_.dt.out != DataType::out_f32)
         from_storage(out_users_[i].get_data_handle(), d_.dt.out, v.back().size(), v.back().data());
     }
@@ -264,6 +416,7 @@ class OnednnConv : public ConvImpl {
   std::string name_;
   algorithm alg_;
   ConvDesc d_;
+  Dir dir_ = Dir::fwd;
   Built b_;
   std::unordered_map<int, memory> args_;
   std::vector<onednn::Conversion> wei_reorders_;  // goihw weights -> oneDNN's layout
@@ -278,6 +431,14 @@ class OnednnConv : public ConvImpl {
   QuantParams q_;
   std::vector<memory> out_users_;  // the outputs' NCHW/goihw memories
   size_t ws_ = 0;
+  // set_post_ops: the form, the caller's PostOps (read at each run) and output tensor.
+  PostOpForm post_;
+  const PostOps* post_src_ = nullptr;
+  Tensor* target_ = nullptr;
+  std::vector<float> folded_;                 // the scale folded into the weights or output scales
+  std::vector<float> bias_;                   // the shift as oneDNN's bias
+  std::pair<memory, memory> scaled_weights_;  // fp32 goihw -> oneDNN's, scaled by folded_
+  dnnl::reorder scale_reorder_;
 };
 
 }  // namespace
