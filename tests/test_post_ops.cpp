@@ -127,6 +127,22 @@ std::unique_ptr<ConvImpl> make_impl(const std::string& name) {
   throw std::runtime_error("no conv implementation " + name);
 }
 
+// The forward with post-ops wrote `out`: element i within bound(i) of `want` (the plain forward
+// and one pass), the ReLU exercised (some zeros, not all), and result() is a copy of it.
+template <class Bound>
+void expect_output(const Tensor& want, const Tensor& out, ConvImpl& fused, Bound bound) {
+  int64_t wrong = 0, zeros = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    wrong += !(std::fabs(out[i] - want[i]) <= bound(i));
+    zeros += want[i] == 0.0f;
+  }
+  EXPECT_EQ(wrong, 0) << "elements differ of " << want.size();
+  EXPECT_GT(zeros, 0) << "the ReLU was not exercised";
+  EXPECT_LT(zeros, want.size());
+  const std::vector<Tensor> r = fused.result();
+  EXPECT_EQ(std::memcmp(r[0].data(), out.data(), out.bytes()), 0);
+}
+
 // A convolution's forward with post-ops writes into the caller's tensor what the plain forward
 // and one pass give: cpu/im2col on each path of its chunking (and in bf16), the Winograd engines
 // as each span
@@ -172,16 +188,8 @@ TEST(ConvPostOps, AppliedInsideTheForward) {
         Tensor want = plain->output_view(0)->clone();
         apply_post_ops_nchw(o.p, d.mb, d.oc, d.oh * d.ow, want.data(), want.data());
         EXPECT_EQ(fused->output_view(0), &out);
-        int64_t wrong = 0, zeros = 0;
-        for (int64_t i = 0; i < want.size(); ++i) {
-          wrong += !(std::fabs(out[i] - want[i]) <= 1e-6f * (1 + std::fabs(want[i])));
-          zeros += want[i] == 0.0f;
-        }
-        EXPECT_EQ(wrong, 0) << "elements differ of " << want.size();
-        EXPECT_GT(zeros, 0) << "the ReLU was not exercised";
-        EXPECT_LT(zeros, want.size());
-        const std::vector<Tensor> r = fused->result();
-        EXPECT_EQ(std::memcmp(r[0].data(), out.data(), out.bytes()), 0);
+        expect_output(want, out, *fused,
+                      [&](int64_t i) { return 1e-6f * (1 + std::fabs(want[i])); });
       }
   const ConvDesc d = ConvDesc::parse("mb2ic8ih8oc8kh3ph1");
   Tensor src(d.src_dims()), wei(d.wei_dims()), dst(d.dst_dims()), out(d.dst_dims());
@@ -267,20 +275,13 @@ TEST(ConvPostOps, OnednnTakesThemAsItsOwn) {
         for (int64_t i = 0; i < want.size(); ++i)
           largest = std::max(largest, std::fabs(double(want[i])));
         const int64_t hw = d.oh * d.ow;
-        int64_t wrong = 0, zeros = 0;
-        for (int64_t i = 0; i < want.size(); ++i) {
+        expect_output(want, out, *fused, [&](int64_t i) {
           const double rounding =
               d.dt.in == DataType::bf16 && bn
                   ? std::ldexp(1.0, -8) * std::fabs(o.scale[(i / hw) % d.oc]) * abs_sum[i]
                   : 0.0;
-          wrong += !(std::fabs(out[i] - want[i]) <= 1e-5 * largest + rounding);
-          zeros += want[i] == 0.0f;
-        }
-        EXPECT_EQ(wrong, 0) << "elements differ of " << want.size();
-        EXPECT_GT(zeros, 0) << "the ReLU was not exercised";
-        EXPECT_LT(zeros, want.size());
-        const std::vector<Tensor> r = fused->result();
-        EXPECT_EQ(std::memcmp(r[0].data(), out.data(), out.bytes()), 0);
+          return 1e-5 * largest + rounding;
+        });
       }
       // A new plan drops the post-ops.
       plan_phases(*fused, d, Dir::fwd, in);
