@@ -333,7 +333,6 @@ void Fuser::concat(size_t l) {
 
 }  // namespace onednn_fused
 
-using onednn_fused::FusedCall;
 using onednn_fused::Fuser;
 
 bool Executor::Impl::fuse_onednn(std::string* why) {
