@@ -332,18 +332,23 @@ class OnednnConv : public ConvImpl {
     return dnnl::reorder::primitive_desc(eng, from, eng, to, attr);
   }
   // This run's bias; a batch-norm scale that changed since it was folded is folded again (the
-  // weights reordered, or u8s8's primitive made again: only when the parameters change).
+  // weights reordered, or u8s8's primitive made again with the new output scales: only when the
+  // parameters change). u8s8's new primitive has the same layouts (the scales' values do not
+  // choose them), so its memories, with this run's quantised source in them, stay.
   void start_post_ops() {
     const PostOps& p = *post_src_;
     if (post_.scale && !std::equal(folded_.begin(), folded_.end(), p.scale)) {
       folded_.assign(p.scale, p.scale + d_.oc);
-      if (d_.dt.integer()) {
+      if (!d_.dt.integer()) {
+        weights();
+      } else {
         if (std::count(folded_.begin(), folded_.end(), 0.0f))
           throw RuntimeError("oneDNN conv " + name_ + ": post-ops with a zero scale in u8s8");
-        plan_with_post_ops(d_, dir_, inputs_);
-        reorder_in();  // into the new primitive's copies
+        Built b = build(d_, dir_, alg_, &q_, post_, folded_.data());
+        if (b.inputs != b_.inputs || b.outputs[0].md != b_.outputs[0].md)
+          throw RuntimeError("oneDNN conv " + name_ + ": new output scales changed the layouts");
+        b_.prim = b.prim;
       }
-      weights();
     }
     if (!post_.shift) return;
     if (!d_.dt.integer()) {
