@@ -158,7 +158,8 @@ inline int pick_j(int64_t n, int max_j) {
 // stride phase into unit-stride correlations (direct_bwd_data.cpp).
 class BwdData {
  public:
-  void prepare(const ConvDesc& d, const Tensor& wei);  // repacks the weights
+  void plan(const ConvDesc& d);                        // the shape's buffers, zeroed
+  void repack(const Tensor& wei);                      // the weights into the planned buffer
   void run(const Tensor& diff_dst, Tensor& diff_src);  // overwrites diff_src
   size_t workspace_bytes() const { return (wp_.size() + dd_.size()) * sizeof(float); }
 
