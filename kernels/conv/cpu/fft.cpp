@@ -47,6 +47,8 @@ class FftConv final : public HostConv {
 
   void prepare_more() override {
     if (dir_ == Dir::bwd_w) {
+      wspec_ = Tensor();
+      filt_patches_.clear(), filt_specs_.clear(), filt_tmp_.clear();
       bww_.prepare(d_, omp_get_max_threads());
       return;
     }
@@ -82,12 +84,40 @@ class FftConv final : public HostConv {
                                          real_out_[0].data(), nullptr, 1, int(n), FFTW_ESTIMATE));
     }
     if (!fwd_ || !inv_) throw RuntimeError("cpu/fft: FFTW could not plan " + e_.str());
+    // The filters' spectra and their transform's buffers and plan: planned once, as oneDNN and
+    // cuDNN plan theirs, not in weights() (every training step; allocating the 53 MB of AlexNet
+    // conv2's spectra and planning again there cost 240 ms of a 308 ms step, Zen 5 family 26).
+    wspec_ = Tensor({2 * e_.g * f * ocg * icg});
+    filt_patches_.clear(), filt_specs_.clear();
+    filt_tmp_.assign(nthreads_ * e_.kh * e_.kw, 0.0f);
+    for (int t = 0; t < nthreads_; ++t) {
+      filt_patches_.emplace_back(Dims{kFilters * n});
+      filt_specs_.emplace_back(Dims{2 * kFilters * f});
+    }
+    {
+      filt_.reset();
+      std::lock_guard<std::mutex> lock(planner_mutex());
+      filt_.reset(fftwf_plan_many_dft_r2c(2, dims, int(kFilters), filt_patches_[0].data(), nullptr,
+                                          1, int(n), cplx(filt_specs_[0]), nullptr, 1, int(f),
+                                          FFTW_ESTIMATE));
+    }
+    if (!filt_)
+      throw RuntimeError("cpu/fft: FFTW could not plan the filter spectra of " + e_.str());
   }
 
   // The weights' spectra (the plans and workspaces depend on the shape only).
   void weights() override {
-    if (dir_ == Dir::fwd) transform_filters(*wei_);
-    if (dir_ == Dir::bwd_d) transform_filters(bwd_as_fwd::filter(d_, *wei_));
+    const float* w = wei_ ? wei_->data() : nullptr;
+    const int64_t icg = d_.icg(), ocg = d_.ocg(), kk = d_.kh * d_.kw;
+    if (dir_ == Dir::fwd)
+      transform_filters([=](int64_t g, int64_t o, int64_t c, float*) {
+        return w + ((g * ocg + o) * icg + c) * kk;
+      });
+    if (dir_ == Dir::bwd_d)
+      transform_filters([&](int64_t g, int64_t o, int64_t c, float* tmp) {
+        bwd_as_fwd::flipped_filter(d_, w, g, o, c, tmp);
+        return static_cast<const float*>(tmp);
+      });
   }
 
   void run_dir() override {
@@ -104,7 +134,9 @@ class FftConv final : public HostConv {
   size_t workspace_bytes() const override {
     if (dir_ == Dir::bwd_w) return bww_.workspace_bytes();
     size_t b = wspec_.bytes();
-    for (const auto* v : {&real_in_, &real_out_, &spec_in_, &spec_out_, &spec_tmp_})
+    b += filt_tmp_.size() * sizeof(float);
+    for (const auto* v :
+         {&real_in_, &real_out_, &spec_in_, &spec_out_, &spec_tmp_, &filt_patches_, &filt_specs_})
       for (const auto& x : *v) b += x.bytes();
     return b;
   }
@@ -123,26 +155,14 @@ class FftConv final : public HostConv {
   // threads: one batched r2c each, then every frequency's values of the block written as one
   // contiguous run. (One filter at a time on one thread, each frequency written to its own cache
   // line, took 525 ms for the 335 MB of spectra of a 1x1 512 -> 2048 layer.)
-  void transform_filters(const Tensor& wei) {
+  // filter(g, o, c, tmp): e_'s kh x kw filter of output channel o, input channel c (group g), in
+  // place or written to tmp (kh * kw floats).
+  template <class Filter>
+  void transform_filters(Filter&& filter) {
     const int64_t icg = e_.icg(), ocg = e_.ocg(), f = geo_.freqs(), n = geo_.nh * geo_.nw;
     const int64_t kk = e_.kh * e_.kw, pairs = ocg * icg;
-    constexpr int64_t kFilters = 64;
     const int64_t per_group = (pairs + kFilters - 1) / kFilters, blocks = e_.g * per_group;
-    wspec_ = Tensor({2 * e_.g * f * pairs});
     const int nt = std::max(1, nthreads_);
-    std::vector<Tensor> patches, specs;
-    for (int t = 0; t < nt; ++t) {
-      patches.emplace_back(Dims{kFilters * n});
-      specs.emplace_back(Dims{2 * kFilters * f});
-    }
-    const int dims[2] = {int(geo_.nh), int(geo_.nw)};
-    Plan p;
-    {
-      std::lock_guard<std::mutex> lock(planner_mutex());
-      p.reset(fftwf_plan_many_dft_r2c(2, dims, int(kFilters), patches[0].data(), nullptr, 1, int(n),
-                                      cplx(specs[0]), nullptr, 1, int(f), FFTW_ESTIMATE));
-    }
-    if (!p) throw RuntimeError("cpu/fft: FFTW could not plan the filter spectra of " + e_.str());
     const float scale = 1.0f / float(n);
     auto* w = reinterpret_cast<std::complex<float>*>(wspec_.data());
     // FFTW's new-array execute is thread-safe; each thread's arrays are aligned like the plan's.
@@ -151,15 +171,17 @@ class FftConv final : public HostConv {
       const int t = omp_get_thread_num();
       const int64_t g = b / per_group, pr0 = (b % per_group) * kFilters;
       const int64_t nb = std::min(kFilters, pairs - pr0);
-      float* patch = patches[t].data();
+      float* patch = filt_patches_[t].data();
+      float* tmp = filt_tmp_.data() + t * kk;
       std::fill(patch, patch + kFilters * n, 0.0f);
       for (int64_t j = 0; j < nb; ++j) {
-        const float* k = wei.data() + (g * pairs + pr0 + j) * kk;
+        const int64_t pr = pr0 + j;
+        const float* k = filter(g, pr / icg, pr % icg, tmp);
         for (int64_t i = 0; i < e_.kh; ++i)
           for (int64_t x = 0; x < e_.kw; ++x) patch[j * n + i * geo_.nw + x] = k[i * e_.kw + x];
       }
-      fftwf_execute_dft_r2c(p.get(), patch, cplx(specs[t]));
-      const auto* s = reinterpret_cast<const std::complex<float>*>(specs[t].data());
+      fftwf_execute_dft_r2c(filt_.get(), patch, cplx(filt_specs_[t]));
+      const auto* s = reinterpret_cast<const std::complex<float>*>(filt_specs_[t].data());
       for (int64_t q = 0; q < f; ++q) {
         std::complex<float>* out = w + (g * f + q) * pairs + pr0;
         for (int64_t j = 0; j < nb; ++j) out[j] = std::conj(s[j * f + q]) * scale;
@@ -217,7 +239,11 @@ class FftConv final : public HostConv {
   fft::Geometry geo_;
   int nthreads_ = 1;
   int64_t bt_ = 1, tiles_ = 0, blocks_ = 0;
+  static constexpr int64_t kFilters = 64;  // filters per batched transform
   Tensor wspec_;
+  std::vector<Tensor> filt_patches_, filt_specs_;  // per thread
+  std::vector<float> filt_tmp_;                    // per thread, a flipped filter (bwd_d)
+  Plan filt_;
   std::vector<Tensor> real_in_, real_out_, spec_in_, spec_out_, spec_tmp_;  // per thread
   Plan fwd_, inv_;
 };

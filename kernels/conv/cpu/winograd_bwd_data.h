@@ -31,19 +31,14 @@ inline ConvDesc desc(const ConvDesc& d) {
   return e;
 }
 
-// wei'[g][c][o][y][x] = wei[g][o][c][kh-1-y][kw-1-x]: the filter of desc(d) (goihw of desc(d)).
-inline Tensor filter(const ConvDesc& d, const Tensor& wei) {
-  const ConvDesc e = desc(d);
-  Tensor out(e.wei_dims());
-  const int64_t icg = d.icg(), ocg = d.ocg(), kh = d.kh, kw = d.kw, kk = kh * kw;
-  for (int64_t g = 0; g < d.g; ++g)
-    for (int64_t o = 0; o < ocg; ++o)
-      for (int64_t c = 0; c < icg; ++c) {
-        const float* w = wei.data() + ((g * ocg + o) * icg + c) * kk;
-        float* f = out.data() + ((g * icg + c) * ocg + o) * kk;
-        for (int64_t i = 0; i < kk; ++i) f[i] = w[kk - 1 - i];
-      }
-  return out;
+// The filter of desc(d) for its output channel o and input channel c of group g, kh*kw values:
+// d's filter (c, o) flipped, f[y][x] = wei[g][c][o][kh-1-y][kw-1-x] (wei in d's goihw). Built
+// per filter where the transforms read it, not as a new tensor every step.
+inline void flipped_filter(const ConvDesc& d, const float* wei, int64_t g, int64_t o, int64_t c,
+                           float* f) {
+  const int64_t kk = d.kh * d.kw;
+  const float* k = wei + ((g * d.ocg() + c) * d.icg() + o) * kk;
+  for (int64_t i = 0; i < kk; ++i) f[i] = k[kk - 1 - i];
 }
 
 }  // namespace bwd_as_fwd
