@@ -203,20 +203,22 @@ class WinogradConv final : public HostConv {
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t ob = 0; ob < panels; ++ob) {
         const int64_t o0 = ob * kCols, n = std::min<int64_t>(kCols, ocg - o0);
-        float u[kCols][F], f[9];
+        // The panel's filters of input channel c, tap-major (w[k][i]; past n: zero).
+        float w[9][kCols] = {}, u[F][kCols], f[9];
         for (int64_t c = 0; c < icg; ++c) {
           for (int64_t i = 0; i < n; ++i) {
             filter(g, o0 + i, c, f);
-            wino::filter_transform<M>(f, u[i]);
+            for (int k = 0; k < 9; ++k) w[k][i] = f[k];
           }
+          wino::filter_transform_batch<M, kCols>(w[0], u[0]);
           for (int p = 0; p < F; ++p) {
             const int64_t panel = (g * F + p) * op_ + ob;
             if (dot_) {
               uint16_t* t = ub_.data() + ((panel * icp_ + c / 2) * kCols) * 2 + c % 2;
-              for (int64_t i = 0; i < n; ++i) t[2 * i] = to_bf16(u[i][p]);
+              for (int64_t i = 0; i < n; ++i) t[2 * i] = to_bf16(u[p][i]);
             } else {
               float* t = u_.data() + (panel * icg + c) * kCols;
-              for (int64_t i = 0; i < n; ++i) t[i] = u[i][p];
+              for (int64_t i = 0; i < n; ++i) t[i] = u[p][i];
             }
           }
         }

@@ -177,23 +177,35 @@ inline void diff_transform(const float* d, int64_t rs, int64_t cs, float* v, int
   transform2d<M, A, Kernel1d<M>::lift>(d, rs, cs, v, os);
 }
 
-// One 3x3 filter w (row-major) -> G w G^T (alpha x alpha, row-major), in double then rounded.
-template <int M>
-inline void filter_transform(const float* w, float* u) {
+// N 3x3 filters at once -> G w G^T each, in double then rounded: tap k (row * 3 + column) of
+// filter n at w[k * N + n], entry p (i * alpha + j) of its transform at u[p * N + n]. Every step
+// is a loop over the N filters, which the compiler vectorises: AlexNet conv3's (73728 filters)
+// weights in the step contract took 1.5 ms instead of 1.8 one filter at a time (fwd; bwd_d 1.0
+// instead of 1.3; F(4x4,3x3), 2 threads, Zen 5 family 26), the rest of it writing U.
+template <int M, int N>
+inline void filter_transform_batch(const float* w, float* u) {
   constexpr int A = Tables<M>::alpha;
-  double t[A][3];
+  double t[A][3][N];
   for (int i = 0; i < A; ++i)
     for (int j = 0; j < 3; ++j) {
-      double s = 0;
-      for (int k = 0; k < 3; ++k) s += Tables<M>::g[i][k] * w[k * 3 + j];
-      t[i][j] = s;
+      double* s = t[i][j];
+      for (int n = 0; n < N; ++n) s[n] = 0;
+      for (int k = 0; k < 3; ++k)
+        for (int n = 0; n < N; ++n) s[n] += Tables<M>::g[i][k] * w[(k * 3 + j) * N + n];
     }
   for (int i = 0; i < A; ++i)
     for (int j = 0; j < A; ++j) {
-      double s = 0;
-      for (int k = 0; k < 3; ++k) s += t[i][k] * Tables<M>::g[j][k];
-      u[i * A + j] = static_cast<float>(s);
+      double s[N] = {};
+      for (int k = 0; k < 3; ++k)
+        for (int n = 0; n < N; ++n) s[n] += t[i][k][n] * Tables<M>::g[j][k];
+      for (int n = 0; n < N; ++n) u[(i * A + j) * N + n] = static_cast<float>(s[n]);
     }
+}
+
+// One 3x3 filter w (row-major) -> G w G^T (alpha x alpha, row-major), in double then rounded.
+template <int M>
+inline void filter_transform(const float* w, float* u) {
+  filter_transform_batch<M, 1>(w, u);
 }
 
 // bwd_w: the summed gradients of n transformed filters, m[p * ms + c] (alpha x alpha positions
