@@ -71,11 +71,16 @@ void SgemmPackedA::pack(bool ta, int64_t m, int64_t k, const float* a, int64_t l
     }
     group_first_.push_back(static_cast<int64_t>(sliver_row_.size()));
   }
-  data_.assign(sliver_row_.size() * mr_ * k + 16, 0.0f);
+  // Every sliver is written whole below (rows past a group's end as zero): a buffer of the same
+  // size is packed again in place, with no allocation or zeroing (an RNN's weights, once a step).
+  const size_t need = sliver_row_.size() * mr_ * k + 16;
+  if (data_.size() != need) data_.assign(need, 0.0f);
   const uintptr_t p = reinterpret_cast<uintptr_t>(data_.data());
   head_ = (((p + 63) & ~uintptr_t(63)) - p) / sizeof(float);
   float* d = data_.data() + head_;
-  for (size_t g = 0; g < gs.size(); ++g) {
+  const int64_t ngroups = static_cast<int64_t>(gs.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t g = 0; g < ngroups; ++g) {
     const int64_t s0 = group_first_[g], n_sl = group_first_[g + 1] - s0;
     if (n_sl && k) pack_a(ta, a, lda, gs[g].row0, gs[g].rows, 0, k, mr_, 0, n_sl, d + s0 * mr_ * k);
   }
