@@ -105,7 +105,7 @@ class DirectConv : public HostConv {
       typed_weights(&wei_typed_);
       return lowp_.repack(wei_typed_.data());
     }
-    if (dir_ == Dir::fwd) repack_weights();
+    if (dir_ == Dir::fwd) direct::repack_blocked(d_, wei_->data(), true, 16 * v_, nb_, wp_.data());
     if (dir_ == Dir::bwd_d) bwd_d_.repack(*wei_);
   }
 
@@ -143,29 +143,6 @@ class DirectConv : public HostConv {
   }
 
  private:
-  // wp_[g][oc-block][icg][kh][kw][16V] (zero beyond the group's channels, as planned), a run of
-  // 16V channels at a time, in parallel, into the planned buffer. A new zeroed tensor each time,
-  // written element by element on one thread, made this the step contract's largest cost here:
-  // 12.6 ms a step for AlexNet conv3 (384 x 192 x 3 x 3) against 11.3 for its forward (Zen 5
-  // family 26, 2 threads; fresh pages fault in).
-  void repack_weights() {
-    const ConvDesc& d = d_;
-    const int64_t w16 = 16 * v_, kk = d.kh * d.kw, icg = d.icg(), ocg = d.ocg(), nb = nb_;
-    const float* w = wei_->data();
-    float* wp = wp_.data();
-#pragma omp parallel for collapse(3) schedule(static)
-    for (int64_t gi = 0; gi < d.g; ++gi)
-      for (int64_t b = 0; b < nb; ++b)
-        for (int64_t c = 0; c < icg; ++c) {
-          const int64_t o0 = b * w16, n = std::min(w16, ocg - o0);
-          for (int64_t k = 0; k < kk; ++k) {
-            const float* s = w + ((gi * ocg + o0) * icg + c) * kk + k;
-            float* o = wp + (((gi * nb + b) * icg + c) * kk + k) * w16;
-            for (int64_t i = 0; i < n; ++i) o[i] = s[i * icg * kk];
-          }
-        }
-  }
-
   // The forward's own input layout: a padded, phase-split copy of every row to [n][ih][ic][row]
   // (padding stays zero), timed by the layer contract, not by the kernel contract.
   void reorder_in() override {

@@ -86,25 +86,8 @@ void BwdData::plan(const ConvDesc& d) {
   dd_ = Tensor({d.mb * d.oh * d.oc * row_len_});   // zeroed: the padding stays 0
 }
 
-// wp_[g][ic-block][ocg][kh][kw][16V], a run of 16V input channels at a time, in parallel (once
-// per step in training: planned once, not allocated and zeroed again; see DirectConv's
-// repack_weights).
 void BwdData::repack(const Tensor& wei) {
-  const ConvDesc& d = d_;
-  const int64_t w16 = 16 * v_, kk = d.kh * d.kw, icg = d.icg(), ocg = d.ocg(), nb = nb_;
-  const float* w = wei.data();
-  float* wp = wp_.data();
-#pragma omp parallel for collapse(3) schedule(static)
-  for (int64_t gi = 0; gi < d.g; ++gi)
-    for (int64_t b = 0; b < nb; ++b)
-      for (int64_t o = 0; o < ocg; ++o) {
-        const int64_t c0 = b * w16, n = std::min(w16, icg - c0);
-        for (int64_t k = 0; k < kk; ++k) {
-          const float* s = w + ((gi * ocg + o) * icg + c0) * kk + k;
-          float* t = wp + (((gi * nb + b) * ocg + o) * kk + k) * w16;
-          for (int64_t i = 0; i < n; ++i) t[i] = s[i * kk];
-        }
-      }
+  repack_blocked(d_, wei.data(), false, 16 * v_, nb_, wp_.data());
 }
 
 void BwdData::run(const Tensor& diff_dst, Tensor& diff_src) {
