@@ -65,7 +65,9 @@ void row_reduce(const PoolDesc& d, const float* x, float* h) {
 class PoolCpuNative : public HostPool {
  public:
   std::string name() const override { return "cpu/native"; }
-  size_t workspace_bytes() const override { return ws8_.size() + ws32_.size() * 4; }
+  size_t workspace_bytes() const override {
+    return ws8_.size() + (ws32_.size() + arg_x_.size() + arg_i_.size()) * 4;
+  }
 
   void run() override {
     // The thread count may have grown since plan(): more per-thread buffers (outside any
@@ -279,14 +281,53 @@ class PoolCpuNative : public HostPool {
     }
   }
 
-  // Untimed: the window index of the first maximum of every output window.
+  // Untimed: the window index of the first maximum of every output window. kLanes planes at a
+  // time as forward_blocked reads them (the rest one by one): each output's window in scan order,
+  // a vector of kLanes planes per element, the best value and its index replaced where strictly
+  // greater or where none was taken yet (ties and NaNs keep the first, as the scan below). Plane
+  // by plane, this took 4.4, 6.6 and 6.5 ms of AlexNet's training step for pool1, pool2 and pool5
+  // (10 times their forward and backward together; Zen 5 family 26, 2 threads).
   template <class T>
   void record_argmax(std::vector<T>* ws) {
     const PoolDesc& d = d_;
-    ws->assign(d.dst_size(), 0);
+    ws->resize(d.dst_size());  // every element written below
     const float* src = src_->data();
+    const int64_t hw = d.ih * d.iw, ohw = d.oh * d.ow, groups = planes() / kLanes;
+    const size_t nt = omp_get_max_threads();
+    if (arg_x_.size() < nt * hw * kLanes) arg_x_.resize(nt * hw * kLanes);
+    if (arg_i_.size() < nt * ohw * kLanes) arg_i_.resize(nt * ohw * kLanes);
+    T* w = ws->data();
 #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < planes(); ++p) {
+    for (int64_t g = 0; g < groups; ++g) {
+      float* xt = arg_x_.data() + hw * kLanes * omp_get_thread_num();
+      int32_t* it = arg_i_.data() + ohw * kLanes * omp_get_thread_num();
+      transpose_words(src + g * kLanes * hw, hw, kLanes, hw, xt, kLanes);
+      for (int64_t oh = 0; oh < d.oh; ++oh)
+        for (int64_t ow = 0; ow < d.ow; ++ow) {
+          const int64_t y0 = oh * d.sh - d.ph, x0 = ow * d.sw - d.pw;
+          float bv[kLanes];
+          int32_t* bi = it + (oh * d.ow + ow) * kLanes;
+          std::fill(bv, bv + kLanes, 0.0f);
+          std::fill(bi, bi + kLanes, -1);
+          for (int64_t r = std::max<int64_t>(y0, 0); r < std::min(y0 + d.kh, d.ih); ++r)
+            for (int64_t c = std::max<int64_t>(x0, 0); c < std::min(x0 + d.kw, d.iw); ++c) {
+              const float* v = xt + (r * d.iw + c) * kLanes;
+              const int32_t k = static_cast<int32_t>((r - y0) * d.kw + (c - x0));
+#pragma omp simd
+              for (int64_t l = 0; l < kLanes; ++l) {
+                const bool take = (bi[l] < 0) | (v[l] > bv[l]);
+                bv[l] = take ? v[l] : bv[l];
+                bi[l] = take ? k : bi[l];
+              }
+            }
+        }
+      for (int64_t l = 0; l < kLanes; ++l) {
+        T* o = w + (g * kLanes + l) * ohw;
+        for (int64_t q = 0; q < ohw; ++q) o[q] = static_cast<T>(it[q * kLanes + l]);
+      }
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t p = groups * kLanes; p < planes(); ++p) {
       const float* x = src + p * d.ih * d.iw;
       for (int64_t oh = 0; oh < d.oh; ++oh)
         for (int64_t ow = 0; ow < d.ow; ++ow) {
@@ -394,6 +435,9 @@ class PoolCpuNative : public HostPool {
   int64_t scratch_stride_ = 0;
   std::vector<uint8_t> ws8_;
   std::vector<int32_t> ws32_;
+  // record_argmax: per thread, kLanes planes transposed and their outputs' window indices.
+  std::vector<float> arg_x_;
+  std::vector<int32_t> arg_i_;
   std::vector<int64_t> di_, dj_;
 };
 
