@@ -285,8 +285,9 @@ class PoolCpuNative : public HostPool {
   // time as forward_blocked reads them (the rest one by one): each output's window in scan order,
   // a vector of kLanes planes per element, the best value and its index replaced where strictly
   // greater or where none was taken yet (ties and NaNs keep the first, as the scan below). Plane
-  // by plane, this took 4.4, 6.6 and 6.5 ms of AlexNet's training step for pool1, pool2 and pool5
-  // (10 times their forward and backward together; Zen 5 family 26, 2 threads).
+  // by plane (the loop below, now for the rest), a call took 48-57 ms on ResNet-50's pool1 (now
+  // 5.1-5.8), 4.3-4.9 on AlexNet's pool1 (1.1-1.4) and 2.9-3.0 on its pool2 (0.63): about 10
+  // times their forward and backward together (perf samples; Zen 5 family 26, 2 threads).
   template <class T>
   void record_argmax(std::vector<T>* ws) {
     const PoolDesc& d = d_;
