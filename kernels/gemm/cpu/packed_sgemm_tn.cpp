@@ -238,6 +238,19 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
 // C(r, j) = alpha * sum over p < kc of a[r * lda + p] * bp[p * 16 NV + j] + beta * C(r, j), for
 // r < mv (<= R) and j < nv (<= 16 NV); rows of a past mv are read (the caller pads them) but not
 // stored. beta = 0 does not read C.
+// One step p of bcast_tile's sum (a function, not a lambda: a lambda does not take its enclosing
+// function's target attribute, and without -mavx512f the intrinsics would not compile).
+template <int R, int NV>
+__attribute__((target("avx512f,fma"), always_inline)) inline void bcast_step(
+    int64_t p, const float* a, int64_t lda, const float* bp, __m512 (&acc)[R][NV]) {
+  __m512 bv[NV];
+  for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(bp + p * 16 * NV + 16 * v);
+  for (int r = 0; r < R; ++r) {
+    const __m512 av = _mm512_set1_ps(a[r * lda + p]);
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+  }
+}
+
 template <int R, int NV>
 __attribute__((target("avx512f,fma"))) void bcast_tile(int64_t kc, const float* a, int64_t lda,
                                                        const float* bp, float* c, int64_t ldc,
@@ -245,22 +258,14 @@ __attribute__((target("avx512f,fma"))) void bcast_tile(int64_t kc, const float* 
   __m512 acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  auto step = [&](int64_t p) {
-    __m512 bv[NV];
-    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(bp + p * 16 * NV + 16 * v);
-    for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * lda + p]);
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-  };
   int64_t p = 0;
   for (; p + 16 <= kc; p += 16) {
     // The rows stream from memory, R streams a row stride apart: fetch each a few lines ahead.
     for (int r = 0; r < R; ++r)
       _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + p + kBcastPrefetch), _MM_HINT_T0);
-    for (int q = 0; q < 16; ++q) step(p + q);
+    for (int q = 0; q < 16; ++q) bcast_step<R, NV>(p + q, a, lda, bp, acc);
   }
-  for (; p < kc; ++p) step(p);
+  for (; p < kc; ++p) bcast_step<R, NV>(p, a, lda, bp, acc);
   const __mmask16 rows = static_cast<__mmask16>((1u << mv) - 1);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   for (int v = 0; v < NV; ++v) {
