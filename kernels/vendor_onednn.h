@@ -16,6 +16,18 @@ dnnl::stream& stream();
 std::string version();  // "2.6.3"
 // The ISA oneDNN dispatches to on this CPU ("avx512_core_bf16", ...; DNNL_MAX_CPU_ISA caps it).
 std::string effective_isa();
+// oneDNN's blocked activation layout for c channels on this CPU: nChw16c where it runs AVX-512,
+// nChw8c below (its JIT convolutions, pooling, batch-norm and LRN take the block their vectors
+// hold; on the other one 2.6 runs reference kernels: VGG-16-CIFAR's 64-channel 3x3 convolution
+// took 9 s in nChw16c on an AVX2-only Zen 3), or format_tag::undef where c is not a multiple of
+// that block.
+dnnl::memory::format_tag blocked_act_tag(int64_t c);
+// Why onednn/* is not offered in u8s8 on this CPU, or "": without VNNI (AVX2, plain avx512_core)
+// oneDNN 2.6 multiplies u8 by s8 with vpmaddubsw, whose int16 sums of pairs saturate on
+// full-range data (its "int8 computation aspects"). Found by the conformance tests on a Zen 3
+// (AVX2): every u8s8 GEMM, convolution and LSTM case failed its check (GEMM m100n37k333: 3.3e4
+// off). cpu/packed and cpu/direct refuse that route for the same reason, so neither side runs it.
+std::string u8s8_unsupported();
 
 // oneDNN's element type of a DataType's inputs (u8s8: u8 for the source, s8 for the weights) and
 // of its output.

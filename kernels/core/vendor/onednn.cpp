@@ -50,6 +50,22 @@ std::string effective_isa() {
   }
 }
 
+dnnl::memory::format_tag blocked_act_tag(int64_t c) {
+  static const int block = effective_isa().rfind("avx512", 0) == 0 ? 16 : 8;
+  if (c % block != 0) return dnnl::memory::format_tag::undef;
+  return block == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
+
+std::string u8s8_unsupported() {
+  const std::string isa = effective_isa();
+  if (isa.find("vnni") != std::string::npos || isa == "avx512_core_bf16" ||
+      isa == "avx512_core_amx" || isa == "all")
+    return "";
+  return "dt u8s8: oneDNN " + version() + " runs it on this CPU (ISA " + isa +
+         ", no VNNI) with vpmaddubsw, whose int16 pair sums saturate on full-range data, so its "
+         "results fail the check; not offered (nor is cpu/packed's AVX2 route, for that reason)";
+}
+
 dnnl::memory::data_type data_type(DataType::In in, bool source) {
   using dt = dnnl::memory::data_type;
   switch (in) {

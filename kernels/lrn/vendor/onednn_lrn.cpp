@@ -48,9 +48,10 @@ class LrnOnednn : public HostLrn {
       // oneDNN's own layout: its jit LRN (forward and backward) runs on 16- or 8-channel blocks;
       // on NCHW 2.6 has only a reference backward (about 15x slower at AlexNet's norm1). The
       // conversions are the layer contract's reorders, as for oneDNN's convolutions.
-      const memory::desc md = d.ic % 16 == 0  ? memory::desc(dims, dt::f32, tag::nChw16c)
-                              : d.ic % 8 == 0 ? memory::desc(dims, dt::f32, tag::nChw8c)
-                                              : user;
+      const tag block = onednn::blocked_act_tag(d.ic);
+      const memory::desc md = block != tag::undef ? memory::desc(dims, dt::f32, block)
+                              : d.ic % 8 == 0     ? memory::desc(dims, dt::f32, tag::nChw8c)
+                                                  : user;
       const auto alg = dnnl::algorithm::lrn_across_channels;
       const auto prop =
           dir_ == Dir::fwd ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;

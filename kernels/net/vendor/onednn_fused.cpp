@@ -322,8 +322,9 @@ void Fuser::concat(size_t l) {
     args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k)] = v;
   }
   const memory::dims dst_d{net_.mb, L.out.c, L.out.h, L.out.w};
+  const tag block = onednn::blocked_act_tag(L.out.c);
   const memory::desc want =
-      L.out.c % 16 == 0 ? memory::desc(dst_d, dt::f32, tag::nChw16c) : plain(dst_d);
+      block != tag::undef ? memory::desc(dst_d, dt::f32, block) : plain(dst_d);
   dnnl::concat::primitive_desc pd(want, 1, mds, eng());
   memory dst = own(*c, pd.dst_desc());
   args[DNNL_ARG_DST] = dst;

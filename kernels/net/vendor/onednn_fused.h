@@ -34,11 +34,13 @@ inline memory::desc any(const memory::dims& d) {
 inline memory::desc vec(int64_t n) {
   return memory::desc({n}, dt::f32, tag::x);
 }
-// Activations in oneDNN's 16-channel blocks where the channels allow, else its choice: for
-// forward_inference `any` picks channels-last (brgconv), measured 2.0x slower on VGG-16 and 1.23x
-// on ResNet-50 at batch 16 on this machine (Zen 5) than the blocked layout.
+// Activations in oneDNN's channel blocks (16 with AVX-512, 8 below: onednn::blocked_act_tag)
+// where the channels allow, else its choice: for forward_inference `any` picks channels-last
+// (brgconv), measured 2.0x slower on VGG-16 and 1.23x on ResNet-50 at batch 16 on a Zen 5 than
+// the blocked layout.
 inline memory::desc act(const memory::dims& x) {
-  return x[1] % 16 == 0 ? memory::desc(x, dt::f32, tag::nChw16c) : any(x);
+  const tag t = onednn::blocked_act_tag(x[1]);
+  return t != tag::undef ? memory::desc(x, dt::f32, t) : any(x);
 }
 inline memory::dims conv_wei_dims(const ConvDesc& d) {
   return d.g > 1 ? memory::dims{d.g, d.ocg(), d.icg(), d.kh, d.kw}

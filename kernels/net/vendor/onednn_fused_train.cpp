@@ -290,10 +290,13 @@ void Fuser::concat_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) 
       sub = whole.get_desc().submemory_desc(d, at);
     }
     memory view(sub, eng(), whole.get_data_handle());
+    const tag whole_block = onednn::blocked_act_tag(whole.get_desc().dims()[1]),
+              part_block = onednn::blocked_act_tag(s.c);
     const bool blocked =
-        whole.get_desc() == memory::desc(whole.get_desc().dims(), dt::f32, tag::nChw16c);
-    memory part =
-        own(*c, memory::desc(d, dt::f32, blocked && s.c % 16 == 0 ? tag::nChw16c : tag::nchw));
+        whole_block != tag::undef &&
+        whole.get_desc() == memory::desc(whole.get_desc().dims(), dt::f32, whole_block);
+    memory part = own(
+        *c, memory::desc(d, dt::f32, blocked && part_block != tag::undef ? part_block : tag::nchw));
     c->steps.push_back({dnnl::reorder(view, part), {{DNNL_ARG_FROM, view}, {DNNL_ARG_TO, part}}});
     give(i, part);
   }
