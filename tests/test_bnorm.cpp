@@ -8,6 +8,7 @@
 #include "kernels/core/check.h"
 #include "kernels/core/error.h"
 #include "kernels/core/fill.h"
+#include "kernels/environment.h"
 #include "reference/bnorm.h"
 
 namespace pb {
@@ -37,8 +38,10 @@ TEST(BnormSmoke, DescriptorRoundTrip) {
 // out to fp32 accuracy (relative 1e-5 on the variance). dst is bounded by the rounding of the
 // fp32 mean itself: ulp(1e4)/2 = 4.9e-4 on values of unit size. oneDNN's JIT batch norm (the
 // nChw16c one onednn/auto runs, oneDNN's own layout) sums the mean in fp32 per thread and
-// channel block: 2.6 ulp(1e4) off here (measured, oneDNN 2.6.3), so it is held to 4 ulp
-// (3.9e-3) on the mean and on dst instead.
+// channel block: 2.6 ulp(1e4) off here (measured, oneDNN 2.6.3, AVX-512), so it is held to 4 ulp
+// (3.9e-3) on the mean and on dst instead. Its AVX2 kernel (nChw8c) is further off: 6.6 ulp on
+// the mean and 4.4e-5 relative on the variance (measured, oneDNN 2.6.3, Zen 3), so there it is
+// held to 8 ulp and 1e-4. Ours stay at ulp/2 and 1e-5 on every ISA.
 TEST(BnormSmoke, LargeMeanUnitVariance) {
   BnormDesc d = BnormDesc::parse("mb4ic5ih33_scale_shift");
   Tensor src({d.mb, d.ic, d.ih, d.iw}), scale({d.ic}), shift({d.ic}), rm({d.ic}), rv({d.ic});
@@ -49,6 +52,9 @@ TEST(BnormSmoke, LargeMeanUnitVariance) {
   rm.fill(0);
   rv.fill(1);
   auto want = ref::bnorm_fwd(d, src, scale, shift, rm, rv);
+  std::string onednn_isa;  // "" without oneDNN
+  for (const auto& [k, v] : environment_facts())
+    if (k == "onednn_isa") onednn_isa = v;
   for (const auto& e : bnorm_registry()) {
     if (!e.unavailable().empty()) continue;
     auto impl = e.make();
@@ -57,14 +63,16 @@ TEST(BnormSmoke, LargeMeanUnitVariance) {
     auto got = impl->result();
     ASSERT_EQ(got.size(), 5u) << e.name;
     const bool onednn = e.name == "onednn/auto";
-    const double tol = onednn ? 4 * 9.765625e-4 : 1e-3;
+    const bool onednn_avx2 = onednn && onednn_isa.rfind("avx512", 0) != 0;
+    const double tol = onednn ? (onednn_avx2 ? 8 : 4) * 9.765625e-4 : 1e-3;
+    const double var_tol = onednn_avx2 ? 1e-4 : 1e-5;
     for (int64_t c = 0; c < d.ic; ++c) {
       EXPECT_NEAR(got[1][c], want[1][c], tol) << e.name << " mean, channel " << c;
-      EXPECT_NEAR(got[2][c] / want[2][c], 1.0, 1e-5) << e.name << " variance, channel " << c;
+      EXPECT_NEAR(got[2][c] / want[2][c], 1.0, var_tol) << e.name << " variance, channel " << c;
     }
-    CheckResult r = compare_tensors(
-        got[0], want[0],
-        {tol, onednn ? "oneDNN's fp32 sums: 4 ulp(1e4)" : "fp32 mean of 1e4: ulp/2 = 4.9e-4"});
+    CheckResult r = compare_tensors(got[0], want[0],
+                                    {tol, onednn ? "oneDNN's fp32 sums: 4 ulp(1e4), 8 on AVX2"
+                                                 : "fp32 mean of 1e4: ulp/2 = 4.9e-4"});
     EXPECT_TRUE(r.pass) << e.name << ": " << r.summary();
   }
 }
