@@ -235,9 +235,6 @@ __attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
   }
 }
 
-// C(r, j) = alpha * sum over p < kc of a[r * lda + p] * bp[p * 16 NV + j] + beta * C(r, j), for
-// r < mv (<= R) and j < nv (<= 16 NV); rows of a past mv are read (the caller pads them) but not
-// stored. beta = 0 does not read C.
 // One step p of bcast_tile's sum (a function, not a lambda: a lambda does not take its enclosing
 // function's target attribute, and without -mavx512f the intrinsics would not compile).
 template <int R, int NV>
@@ -251,6 +248,9 @@ __attribute__((target("avx512f,fma"), always_inline)) inline void bcast_step(
   }
 }
 
+// C(r, j) = alpha * sum over p < kc of a[r * lda + p] * bp[p * 16 NV + j] + beta * C(r, j), for
+// r < mv (<= R) and j < nv (<= 16 NV); rows of a past mv are read (the caller pads them) but not
+// stored. beta = 0 does not read C.
 template <int R, int NV>
 __attribute__((target("avx512f,fma"))) void bcast_tile(int64_t kc, const float* a, int64_t lda,
                                                        const float* bp, float* c, int64_t ldc,
