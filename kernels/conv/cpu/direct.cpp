@@ -29,9 +29,10 @@ using direct::vf;
 // the oc-block's repacked weights; the tile is written to out[J][16V].
 template <int J, int V>
 void tile(const Plan& p, const float* in, const float* w, int64_t oy, int64_t ox0, float* out) {
-  vf acc[J][V];
+  constexpr int NV = V * direct::kVec16;
+  vf acc[J][NV];
   for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) acc[j][v] = vf{};
+    for (int v = 0; v < NV; ++v) acc[j][v] = vf{};
   const int64_t* koff = p.koff.data();
   const int64_t wstep = 16 * V;
   for (int64_t c = 0; c < p.icg; ++c) {
@@ -90,9 +91,9 @@ class DirectConv : public HostConv {
     if (dir_ == Dir::bwd_d) return bwd_d_.plan(d);  // weights() repacks the weights into it
     if (dir_ == Dir::bwd_w) return bwd_w_.prepare(d);
     // 32 channels per tile unless 16 divides the group's channels and 32 does not.
-    v_ = direct::pick_v(d.ocg());
+    v_ = direct::pick_v_f32(d.ocg());
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
-    j_ = direct::pick_j(d.ow, kMaxJ);
+    j_ = direct::pick_j_f32(d.ow, v_);
     plan_ = direct::make_plan(d, 1);
     in_ = Tensor({d.mb * d.ih * plan_.row_stride});  // zeroed: the padding stays 0
     // Zeroed: the channels past the group's in the last block stay 0 (weights() fills the rest).

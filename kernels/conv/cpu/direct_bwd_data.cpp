@@ -30,9 +30,10 @@ struct Taps {
 template <int J, int V>
 void tile(const float* in, int64_t cstride, int64_t ocg, int64_t kk, const Rows& r, const Taps& t,
           const float* w, int64_t q0, float* out) {
-  vf acc[J][V];
+  constexpr int NV = V * kVec16;
+  vf acc[J][NV];
   for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) acc[j][v] = vf{};
+    for (int v = 0; v < NV; ++v) acc[j][v] = vf{};
   const int64_t wstep = 16 * V;
   for (int64_t o = 0; o < ocg; ++o) {
     const float* plane = in + o * cstride + q0;
@@ -68,7 +69,7 @@ void phase_range(const ConvDesc& d, int64_t rx, int64_t* lo, int64_t* hi) {
 
 void BwdData::plan(const ConvDesc& d) {
   d_ = d;
-  v_ = pick_v(d.icg());
+  v_ = pick_v_f32(d.icg());
   const int64_t w16 = 16 * v_, kk = d.kh * d.kw;
   nb_ = (d.icg() + w16 - 1) / w16;
   // Tile width from the shortest non-empty phase; the largest column read sets the row length.
@@ -79,7 +80,7 @@ void BwdData::plan(const ConvDesc& d) {
     if (hi > lo) min_nq = std::min(min_nq, hi - lo);
     max_hi = std::max(max_hi, hi);
   }
-  j_ = pick_j(min_nq, kMaxJ);
+  j_ = pick_j_f32(min_nq, v_);
   lpad_ = (d.kw - 1) * (d.dw + 1) / d.sw;  // the largest m
   row_len_ = lpad_ + std::max(d.ow, max_hi);
   wp_ = Tensor({d.g * nb_ * d.ocg() * kk * w16});  // zeroed: channels past the group's stay 0

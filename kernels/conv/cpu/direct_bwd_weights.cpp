@@ -15,8 +15,14 @@ namespace pb::direct {
 
 namespace {
 
-constexpr int kMaxT1 = 24, kMaxT2 = 14;  // T x V accumulators + V diff_dst vectors <= 32
-constexpr int64_t kChunkPx = 1024;       // output pixels per chunk: 128 KiB of diff_dst per block
+constexpr int kMaxT1 = 24, kMaxT2 = 14;  // the tile tables: T x V taps, AVX-512's widest
+// Taps per tile that stay in registers: T x NV accumulators, NV diff_dst vectors and the
+// broadcast src value (AVX-512: 24 for V = 1, 14 for V = 2; AVX2: 6 for V = 1).
+constexpr int max_t(int v) {
+  const int nv = v * kVec16;
+  return std::min(v == 2 ? kMaxT2 : kMaxT1, (kRegs - 1 - nv) / nv);
+}
+constexpr int64_t kChunkPx = 1024;  // output pixels per chunk: 128 KiB of diff_dst per block
 
 struct Geo {
   int64_t oh, ow, ih, sh, ph, dh1, rows_n;  // rows_n: floats per image of the src copy
@@ -32,9 +38,10 @@ struct Geo {
 template <int T, int V>
 void tile(const Geo& g, int64_t r0, int64_t r1, int64_t ky, const float* x, const float* dd,
           float* accp, int64_t acc_step) {
-  vf acc[T][V];
+  constexpr int NV = V * kVec16;
+  vf acc[T][NV];
   for (int t = 0; t < T; ++t)
-    for (int v = 0; v < V; ++v) acc[t][v] = vf{};
+    for (int v = 0; v < NV; ++v) acc[t][v] = vf{};
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t n = r / g.oh, oy = r % g.oh;
     const int64_t iy = oy * g.sh - g.ph + ky * g.dh1;
@@ -42,19 +49,19 @@ void tile(const Geo& g, int64_t r0, int64_t r1, int64_t ky, const float* x, cons
     const float* xr = x + n * g.rows_n + iy * g.row_stride;
     const float* dr = dd + n * g.dd_img + oy * g.ow * g.wstep;
     for (int64_t ox = 0; ox < g.ow; ++ox) {
-      vf dv[V];
-      for (int v = 0; v < V; ++v) dv[v] = load(dr + ox * g.wstep + 16 * v);
+      vf dv[NV];
+      for (int v = 0; v < NV; ++v) dv[v] = load(dr + ox * g.wstep + kLanes * v);
       const float* s = xr + ox * g.xstep;
 #pragma GCC unroll 24
       for (int t = 0; t < T; ++t) {
         const float sv = s[t];
-        for (int v = 0; v < V; ++v) acc[t][v] += dv[v] * sv;
+        for (int v = 0; v < NV; ++v) acc[t][v] += dv[v] * sv;
       }
     }
   }
   for (int t = 0; t < T; ++t)
-    for (int v = 0; v < V; ++v) {
-      float* p = accp + t * acc_step + 16 * v;
+    for (int v = 0; v < NV; ++v) {
+      float* p = accp + t * acc_step + kLanes * v;
       store(p, load(p) + acc[t][v]);
     }
 }
@@ -76,13 +83,13 @@ void BwdWeights::prepare(const ConvDesc& d) {
   // general path at 14x14 and 7x7, faster at 56x56).
   one_ = d.kh == 1 && d.kw == 1 && d.ph == 0 && d.pw == 0 && d.oh * d.ow >= 784;
   if (one_) return prepare_1x1();
-  v_ = pick_v(d.ocg());
+  v_ = pick_v_f32(d.ocg());
   const int64_t w16 = 16 * v_;
   nb_ = (d.ocg() + w16 - 1) / w16;
   // Taps per tile: as even a split as the register budget allows. Without dilation and groups,
   // the taps (kx, c) of a kernel row are adjacent in a src-copy row (offset kx*ic + c = f): one
   // tile may span several kx (a 7x7 filter on 3 channels: 21 taps, 2 tiles, not 7 of 3).
-  const int64_t tmax = v_ == 2 ? kMaxT2 : kMaxT1;
+  const int64_t tmax = max_t(v_);
   auto split = [&](int64_t n, auto&& emit) {
     const int64_t parts = (n + tmax - 1) / tmax, t = (n + parts - 1) / parts;
     for (int64_t i = 0; i < n; i += t) emit(i, std::min(t, n - i));

@@ -1,10 +1,10 @@
 // cpu/direct backward weights of 1x1 unpadded layers: per group, diff_wei(o, c) = sum over
 // (n, p) of diff_dst(n, o, p) * src(n, c, p): inner products over pixels, 16 pixels in the SIMD
-// lanes, read straight from NCHW (a strided layer first gathers its src pixels). Register tiles
-// of MO x MC (o, c) pairs; the pixels are cut into cache-sized chunks taken in order, each tile
-// keeping its lane sums in memory between chunks and owned by one thread (a static schedule
-// over the same tile count), and the lanes are summed in a fixed order at the end: the result
-// is bitwise the same for any thread count.
+// lanes (8 with AVX2), read straight from NCHW (a strided layer first gathers its src pixels).
+// Register tiles of MO x MC (o, c) pairs; the pixels are cut into cache-sized chunks taken in
+// order, each tile keeping its lane sums in memory between chunks and owned by one thread (a static
+// schedule over the same tile count), and the lanes are summed in a fixed order at the end: the
+// result is bitwise the same for any thread count.
 #include <array>
 #include <utility>
 
@@ -14,9 +14,11 @@ namespace pb::direct {
 
 namespace {
 
-constexpr int kMO = 4, kMC = 6;     // 24 accumulators + 4 diff_dst vectors + 1 src
+// MO x MC accumulators + MO diff_dst vectors + 1 src in the registers: AVX-512 4 x 6 (29 of
+// 32), AVX2 3 x 4 (16 of 16).
+constexpr int kMO = kLanes == 16 ? 4 : 3, kMC = kLanes == 16 ? 6 : 4;
 constexpr int64_t kChunkPx = 1024;  // pixels per chunk
-constexpr int64_t kOBlock = 16;     // o-tiles sharing a pass over the src channels (64 rows)
+constexpr int64_t kOBlock = 16;     // o-tiles sharing a pass over the src channels
 
 struct Span {
   int64_t n0, n1, p0, p1;  // images [n0, n1), pixels [p0, p1) of each
@@ -29,12 +31,12 @@ void tile(const float* dd, const float* x, int64_t dd_img, int64_t x_img, int64_
           const Span& s, float* accp) {
   vf acc[MO][MC];
   for (int i = 0; i < MO; ++i)
-    for (int j = 0; j < MC; ++j) acc[i][j] = load(accp + (i * kMC + j) * 16);
-  const int64_t full = s.p0 + (s.p1 - s.p0) / 16 * 16, tail = s.p1 - full;
+    for (int j = 0; j < MC; ++j) acc[i][j] = load(accp + (i * kMC + j) * kLanes);
+  const int64_t full = s.p0 + (s.p1 - s.p0) / kLanes * kLanes, tail = s.p1 - full;
   for (int64_t n = s.n0; n < s.n1; ++n) {
     const float* d = dd + n * dd_img;
     const float* xr = x + n * x_img;
-    for (int64_t p = s.p0; p < full; p += 16) {
+    for (int64_t p = s.p0; p < full; p += kLanes) {
       vf dv[MO];
       for (int i = 0; i < MO; ++i) dv[i] = load(d + i * stride + p);
       for (int j = 0; j < MC; ++j) {
@@ -56,7 +58,7 @@ void tile(const float* dd, const float* x, int64_t dd_img, int64_t x_img, int64_
     }
   }
   for (int i = 0; i < MO; ++i)
-    for (int j = 0; j < MC; ++j) store(accp + (i * kMC + j) * 16, acc[i][j]);
+    for (int j = 0; j < MC; ++j) store(accp + (i * kMC + j) * kLanes, acc[i][j]);
 }
 
 using TileFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, const Span&, float*);
@@ -81,7 +83,7 @@ void BwdWeights::prepare_1x1() {
   xs_.assign(strided ? static_cast<size_t>(d.mb * d.ic * ohw) : 0, 0.0f);
   const int64_t ot = (d.ocg() + kMO - 1) / kMO, ct = (d.icg() + kMC - 1) / kMC;
   const int64_t otb = std::min(ot, kOBlock), nblk = (ot + otb - 1) / otb;
-  acc_.assign(static_cast<size_t>(d.g * nblk * otb * ct * kMO * kMC * 16), 0.0f);
+  acc_.assign(static_cast<size_t>(d.g * nblk * otb * ct * kMO * kMC * kLanes), 0.0f);
   dd_.clear();
 }
 
@@ -92,7 +94,7 @@ void BwdWeights::run_1x1(const Tensor& src, const Tensor& diff_dst, Tensor& diff
   // in cache while the src channels stream past once per block.
   const int64_t ot = (d.ocg() + kMO - 1) / kMO, ct = (d.icg() + kMC - 1) / kMC;
   const int64_t otb = std::min(ot, kOBlock), nblk = (ot + otb - 1) / otb;
-  const int64_t ntiles = d.g * nblk * ct * otb, per_tile = kMO * kMC * 16;
+  const int64_t ntiles = d.g * nblk * ct * otb, per_tile = kMO * kMC * kLanes;
   auto coords = [&](int64_t t, int64_t* gi, int64_t* o0, int64_t* c0) {
     const int64_t oi = t % otb, c = t / otb % ct, blk = t / otb / ct % nblk;
     *gi = t / otb / ct / nblk;
@@ -142,9 +144,9 @@ void BwdWeights::run_1x1(const Tensor& src, const Tensor& diff_dst, Tensor& diff
       coords(t, &gi, &o0, &c0);
       for (int64_t i = 0; i < kMO && o0 + i < d.ocg(); ++i)
         for (int64_t j = 0; j < kMC && c0 + j < d.icg(); ++j) {
-          const float* a = acc_.data() + t * per_tile + (i * kMC + j) * 16;
+          const float* a = acc_.data() + t * per_tile + (i * kMC + j) * kLanes;
           float sum = 0.0f;
-          for (int l = 0; l < 16; ++l) sum += a[l];
+          for (int l = 0; l < kLanes; ++l) sum += a[l];
           diff_wei.data()[((gi * d.ocg() + o0 + i) * d.icg() + c0 + j)] = sum;
         }
     }

@@ -50,7 +50,17 @@ inline Plan make_plan(const ConvDesc& d, int G) {
   return p;
 }
 
-using vf = float __attribute__((vector_size(64), aligned(64)));
+// The SIMD vector of the ISA the build targets: 16 floats with AVX-512 (32 registers), 8 below
+// it (AVX2: 16 registers). The layouts keep blocks of 16 channels either way; a block is
+// kVec16 vectors. 16-float vectors on AVX2 were lowered to spilled halves: cpu/direct ran at
+// 4.3 GFLOP/s in every direction on a Zen 3 (ResNet-50-CIFAR's 64-channel 3x3, batch 4).
+#if defined(__AVX512F__)
+constexpr int kLanes = 16, kRegs = 32;
+#else
+constexpr int kLanes = 8, kRegs = 16;
+#endif
+constexpr int kVec16 = 16 / kLanes;
+using vf = float __attribute__((vector_size(4 * kLanes), aligned(4 * kLanes)));
 
 inline vf load(const float* p) {
   vf v;
@@ -61,30 +71,37 @@ inline void store(float* p, vf v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-// One kernel tap of a J x V register tile (J output columns x V*16 channels):
-// acc[j] += w * x[j], with the V weight vectors at w and the J inputs at x[0..J).
-template <int J, int V>
-__attribute__((always_inline)) inline void tap(vf (&acc)[J][V], const float* x, const float* w) {
-  vf wv[V];
-  for (int v = 0; v < V; ++v) wv[v] = load(w + 16 * v);
+// One kernel tap of a J x NV register tile (J output columns x NV vectors of channels):
+// acc[j] += w * x[j], with the NV weight vectors at w and the J inputs at x[0..J).
+template <int J, int NV>
+__attribute__((always_inline)) inline void tap(vf (&acc)[J][NV], const float* x, const float* w) {
+  vf wv[NV];
+  for (int v = 0; v < NV; ++v) wv[v] = load(w + kLanes * v);
 #pragma GCC unroll 16
   for (int j = 0; j < J; ++j) {
     const float s = x[j];
-    for (int v = 0; v < V; ++v) acc[j][v] += wv[v] * s;
+    for (int v = 0; v < NV; ++v) acc[j][v] += wv[v] * s;
   }
 }
 
-// Writes a J x V tile: column j's V vectors at out + j * wstep.
-template <int J, int V>
+// Writes a J x NV tile: column j's NV vectors at out + j * wstep.
+template <int J, int NV>
 __attribute__((always_inline)) inline void store_tile(float* out, int64_t wstep,
-                                                      const vf (&acc)[J][V]) {
+                                                      const vf (&acc)[J][NV]) {
   for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) store(out + j * wstep + 16 * v, acc[j][v]);
+    for (int v = 0; v < NV; ++v) store(out + j * wstep + kLanes * v, acc[j][v]);
 }
 
-// Output columns per register tile, at most: 14 x 2 accumulators + 2 weight vectors + the
-// broadcast input fit in 32 registers.
+// Output columns per register tile, at most (the tile tables' and buffers' size): with
+// AVX-512, 14 x 2 accumulators + 2 weight vectors + the broadcast input fit in 32 registers.
 constexpr int kMaxJ = 14;
+
+// The widest tile of V 16-channel blocks that stays in registers: J x NV accumulators, NV
+// weight vectors and the broadcast input (AVX-512: 14 for both V; AVX2: 6 for V = 1, 2 for V = 2).
+constexpr int max_j(int v) {
+  const int nv = v * kVec16;
+  return std::min(kMaxJ, (kRegs - 1 - nv) / nv);
+}
 
 // The forward's task loop, shared by every data type: OpenMP over (image, group, block of nb
 // output-channel blocks, output row), each row in J-wide chunks (the last overlapping the one
@@ -141,6 +158,12 @@ inline void scatter_tile_post(const float* buf, int w16, int64_t noc, int j, con
 inline int pick_v(int64_t ch) {
   return ch >= 32 && !(ch % 32 != 0 && ch % 16 == 0) ? 2 : 1;
 }
+// pick_v for the fp32 kernels on this build's vectors: with 8-float vectors (AVX2) one block
+// of 16 channels, so that 6 columns (12 accumulators) stay in 16 registers, where 32 channels
+// would leave room for 2.
+inline int pick_v_f32(int64_t ch) {
+  return kLanes == 16 ? pick_v(ch) : 1;
+}
 
 // Tile width: the J <= min(max_j, n) covering n with the fewest computed columns (the last
 // tile overlaps the previous one instead of running past the row), larger J on ties.
@@ -150,6 +173,25 @@ inline int pick_j(int64_t n, int max_j) {
   for (int j = 2; j <= std::min<int64_t>(max_j, n); ++j) {
     int64_t cost = (n + j - 1) / j * j;
     if (cost <= best_cost) best = j, best_cost = cost;
+  }
+  return best;
+}
+
+// Tile width of the fp32 kernels for rows of n columns and V 16-channel blocks: pick_j up to
+// max_j(V) with AVX-512. With AVX2 each tap's J x NV FMAs depend on the tile's previous tap
+// (latency 4 on 2 pipes, plus the loads), so fewer than about 12 accumulators leave the pipes
+// idle: the cost is ceil(n / J) x max(J x NV, 12), ties to fewer computed columns. ResNet-50-
+// CIFAR's 64-channel 3x3 forward (32 columns), Zen 3, 2 threads: J = 4 (pick_j's exact cover,
+// 8 accumulators) 91 GFLOP/s, J = 5 139, J = 6 145.
+inline int pick_j_f32(int64_t n, int v) {
+  if (kLanes == 16) return pick_j(n, max_j(v));
+  const int nv = v * kVec16;
+  int best = 1;
+  int64_t best_cost = -1, best_cols = 0;
+  for (int j = 1; j <= std::min<int64_t>(max_j(v), n); ++j) {
+    const int64_t chunks = (n + j - 1) / j, cost = chunks * std::max(j * nv, 12);
+    if (best_cost < 0 || cost < best_cost || (cost == best_cost && chunks * j < best_cols))
+      best = j, best_cost = cost, best_cols = chunks * j;
   }
   return best;
 }
