@@ -178,19 +178,21 @@ inline int pick_j(int64_t n, int max_j) {
 }
 
 // Tile width of the fp32 kernels for rows of n columns and V 16-channel blocks: pick_j up to
-// max_j(V) with AVX-512. With AVX2 each tap's J x NV FMAs depend on the tile's previous tap
-// (latency 4 on 2 pipes, plus the loads), so fewer than about 12 accumulators leave the pipes
-// idle: the cost is ceil(n / J) x max(J x NV, 12), ties to fewer computed columns. ResNet-50-
-// CIFAR's 64-channel 3x3 forward (32 columns), Zen 3, 2 threads: J = 4 (pick_j's exact cover,
-// 8 accumulators) 91 GFLOP/s, J = 5 139, J = 6 145.
+// max_j(V) with AVX-512. With AVX2 each tap's J x NV FMAs wait on the tile's previous tap
+// (latency 4 on 2 pipes, plus the loads): below 10 accumulators the pipes idle. The cost is
+// ceil(n / J) x J x NV, a tile of fewer than 10 accumulators counted as 14; ties to fewer
+// computed columns, then to the wider tile. Zen 3, 2 threads, forward, ms (GFLOP/s): 64-channel 3x3
+// on 32 columns (batch 4) J = 4, pick_j's exact cover with 8 accumulators: 91 GFLOP/s, J = 5 139, J
+// = 6 145; ResNet-50 res4 3x3 (14 columns, batch 16) J = 5 23.6 ms, J = 6 26.1; res5 3x3 (7
+// columns) J = 4 43.5, J = 5 31.8, J = 6 34.7.
 inline int pick_j_f32(int64_t n, int v) {
   if (kLanes == 16) return pick_j(n, max_j(v));
   const int nv = v * kVec16;
   int best = 1;
   int64_t best_cost = -1, best_cols = 0;
   for (int j = 1; j <= std::min<int64_t>(max_j(v), n); ++j) {
-    const int64_t chunks = (n + j - 1) / j, cost = chunks * std::max(j * nv, 12);
-    if (best_cost < 0 || cost < best_cost || (cost == best_cost && chunks * j < best_cols))
+    const int64_t chunks = (n + j - 1) / j, cost = chunks * (j * nv >= 10 ? j * nv : 14);
+    if (best_cost < 0 || cost < best_cost || (cost == best_cost && chunks * j <= best_cols))
       best = j, best_cost = cost, best_cols = chunks * j;
   }
   return best;
