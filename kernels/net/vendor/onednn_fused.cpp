@@ -166,8 +166,10 @@ void Fuser::conv(size_t l) {
   auto c = start_call(L.name, "fwd");
   dnnl::primitive_attr attr;
   attr.set_post_ops(post_ops(t));
-  dnnl::convolution_forward::primitive_desc pd(
-      conv_fwd_desc(d, dnnl::prop_kind::forward_inference, true), attr, eng());
+  const auto pd = no_ref([&](bool own) {
+    return dnnl::convolution_forward::primitive_desc(
+        conv_fwd_desc(d, dnnl::prop_kind::forward_inference, true, own), attr, eng());
+  });
   std::vector<float> wf, bf;
   fold(t, d.oc, d.icg() * d.kh * d.kw, ex_.st[l].w, L.bias ? &ex_.st[l].b : nullptr, &wf, &bf);
   c->keep.push_back(std::move(wf));

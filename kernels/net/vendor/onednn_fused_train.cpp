@@ -14,8 +14,10 @@ void Fuser::conv_train(size_t l) {
   const Layer& L = net_.layers[l];
   auto c = start_call(L.name, "fwd");
   Saved& s = saved_[l];
-  s.conv = dnnl::convolution_forward::primitive_desc(
-      conv_fwd_desc(L.conv, dnnl::prop_kind::forward_training, L.bias), eng());
+  s.conv = no_ref([&](bool own) {
+    return dnnl::convolution_forward::primitive_desc(
+        conv_fwd_desc(L.conv, dnnl::prop_kind::forward_training, L.bias, own), eng());
+  });
   s.wei = weights_each_step(*c, conv_wei_user(L.conv), ex_.st[l].w, s.conv.weights_desc());
   s.src = as(*c, value_of(L.inputs[0]), s.conv.src_desc());
   memory dst = own(*c, s.conv.dst_desc());
@@ -163,28 +165,35 @@ void Fuser::conv_bwd(size_t l, const memory& g, std::unique_ptr<FusedCall> c) {
   const ConvGeometry geo(d);
   Saved& s = saved_[l];
   const auto& st = ex_.st[l];
-  dnnl::convolution_backward_weights::primitive_desc wpd(
-      dnnl::convolution_backward_weights::desc(
-          dnnl::algorithm::convolution_auto, s.conv.src_desc(), any(conv_wei_dims(d)),
-          L.bias ? vec(d.oc) : memory::desc(), s.conv.dst_desc(), geo.strides, geo.dil, geo.pad_l,
-          geo.pad_r),
-      eng(), s.conv);
+  // The forward's layouts, or oneDNN's own where it has only ref:any for those (no_ref).
+  const auto wpd = no_ref([&](bool own) {
+    return dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(
+            dnnl::algorithm::convolution_auto, own ? any(geo.src) : s.conv.src_desc(),
+            any(conv_wei_dims(d)), L.bias ? vec(d.oc) : memory::desc(),
+            own ? any(geo.dst) : s.conv.dst_desc(), geo.strides, geo.dil, geo.pad_l, geo.pad_r),
+        eng(), s.conv);
+  });
   const memory gw = as(*c, g, wpd.diff_dst_desc());
+  const memory src = as(*c, s.src, wpd.src_desc());
   memory dw_user;
   memory dw = diff_weights(*c, wpd.diff_weights_desc(), conv_wei_user(d), st.dw, &dw_user);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, s.src}, {DNNL_ARG_DIFF_DST, gw}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, gw}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
   if (L.bias) args[DNNL_ARG_DIFF_BIAS] = host_out(vec(d.oc), st.db);
   c->steps.push_back({dnnl::convolution_backward_weights(wpd), args});
   if (dw != dw_user) add_reorder(*c, dw, dw_user, true);
   push_bwd(std::move(c), "bwd_w");
   if (!wants_dx(L)) return;
   auto cd = start_call(L.name, "bwd_d");
-  dnnl::convolution_backward_data::primitive_desc dpd(
-      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_auto, s.conv.src_desc(),
-                                            any(conv_wei_dims(d)), s.conv.dst_desc(), geo.strides,
-                                            geo.dil, geo.pad_l, geo.pad_r),
-      eng(), s.conv);
+  const auto dpd = no_ref([&](bool own) {
+    return dnnl::convolution_backward_data::primitive_desc(
+        dnnl::convolution_backward_data::desc(
+            dnnl::algorithm::convolution_auto, own ? any(geo.src) : s.conv.src_desc(),
+            any(conv_wei_dims(d)), own ? any(geo.dst) : s.conv.dst_desc(), geo.strides, geo.dil,
+            geo.pad_l, geo.pad_r),
+        eng(), s.conv);
+  });
   const memory gd = gw.get_desc() == dpd.diff_dst_desc() ? gw : as(*cd, g, dpd.diff_dst_desc());
   const memory wei = as(*cd, s.wei, dpd.weights_desc(), true);
   memory dx = own(*cd, dpd.diff_src_desc());
