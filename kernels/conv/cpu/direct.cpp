@@ -93,7 +93,7 @@ class DirectConv : public HostConv {
     // 32 channels per tile unless 16 divides the group's channels and 32 does not.
     v_ = direct::pick_v_f32(d.ocg());
     nb_ = (d.ocg() + 16 * v_ - 1) / (16 * v_);
-    j_ = direct::pick_j_f32(d.ow, v_);
+    j_ = direct::pick_j_f32(d.ow, v_, direct::max_j(v_));
     plan_ = direct::make_plan(d, 1);
     in_ = Tensor({d.mb * d.ih * plan_.row_stride});  // zeroed: the padding stays 0
     // Zeroed: the channels past the group's in the last block stay 0 (weights() fills the rest).

@@ -96,11 +96,12 @@ __attribute__((always_inline)) inline void store_tile(float* out, int64_t wstep,
 // AVX-512, 14 x 2 accumulators + 2 weight vectors + the broadcast input fit in 32 registers.
 constexpr int kMaxJ = 14;
 
-// The widest tile of V 16-channel blocks that stays in registers: J x NV accumulators, NV
-// weight vectors and the broadcast input (AVX-512: 14 for both V; AVX2: 6 for V = 1, 2 for V = 2).
+// The widest tile of V 16-channel blocks: J x NV accumulators, the broadcast input and one
+// weight vector in registers (the other weight vectors can be FMA memory operands). AVX-512: 14
+// for both V; AVX2: 7 for V = 1 (14 accumulators: GCC spills one, see pick_j_f32), 3 for V = 2.
 constexpr int max_j(int v) {
   const int nv = v * kVec16;
-  return std::min(kMaxJ, (kRegs - 1 - nv) / nv);
+  return std::min(kMaxJ, (kRegs - 2) / nv);
 }
 
 // The forward's task loop, shared by every data type: OpenMP over (image, group, block of nb
@@ -178,20 +179,24 @@ inline int pick_j(int64_t n, int max_j) {
 }
 
 // Tile width of the fp32 kernels for rows of n columns and V 16-channel blocks: pick_j up to
-// max_j(V) with AVX-512. With AVX2 each tap's J x NV FMAs wait on the tile's previous tap
-// (latency 4 on 2 pipes, plus the loads): below 10 accumulators the pipes idle. The cost is
-// ceil(n / J) x J x NV, a tile of fewer than 10 accumulators counted as 14; ties to fewer
-// computed columns, then to the wider tile. Zen 3, 2 threads, forward, ms (GFLOP/s): 64-channel 3x3
-// on 32 columns (batch 4) J = 4, pick_j's exact cover with 8 accumulators: 91 GFLOP/s, J = 5 139, J
-// = 6 145; ResNet-50 res4 3x3 (14 columns, batch 16) J = 5 23.6 ms, J = 6 26.1; res5 3x3 (7
-// columns) J = 4 43.5, J = 5 31.8, J = 6 34.7.
-inline int pick_j_f32(int64_t n, int v) {
-  if (kLanes == 16) return pick_j(n, max_j(v));
+// max_j(V) with AVX-512. With AVX2 the cost is ceil(n / J) x the cost of a tile, which goes with
+// its J x NV accumulators: below 10 each tap's FMAs wait on the previous tap's (latency 4 on 2
+// pipes, plus the loads) and the pipes idle, counted as 14; 14 accumulators leave one register
+// short, counted as 17; else the accumulators. Ties to fewer computed columns, then to the wider
+// tile. Zen 3, 2 threads, forward, ms unless noted, J = 4/5/6/7: 64-channel 3x3 on 32 columns
+// (batch 4): J = 4 (pick_j's exact cover) 91 GFLOP/s, J = 5 139, J = 6 145; ResNet-50 (batch 16)
+// res5 3x3, 7 columns: 43.5/31.8/34.7/24.7; res4 3x3, 14 columns: J = 5 23.6, 6 25.8, 7 25.8;
+// min of 3 alternating runs, J = 5/6/7: res3 3x3, 28 columns, 25.2/23.1/27.4; res2 3x3, 56
+// columns, 32.4/30.3/33.8.
+// jmax: the caller's widest tile (max_j(V), or less where its loop keeps more registers live).
+inline int pick_j_f32(int64_t n, int v, int jmax) {
+  if (kLanes == 16) return pick_j(n, jmax);
   const int nv = v * kVec16;
   int best = 1;
   int64_t best_cost = -1, best_cols = 0;
-  for (int j = 1; j <= std::min<int64_t>(max_j(v), n); ++j) {
-    const int64_t chunks = (n + j - 1) / j, cost = chunks * (j * nv >= 10 ? j * nv : 14);
+  for (int j = 1; j <= std::min<int64_t>(jmax, n); ++j) {
+    const int acc = j * nv;
+    const int64_t chunks = (n + j - 1) / j, cost = chunks * (acc < 10 ? 14 : acc > 12 ? 17 : acc);
     if (best_cost < 0 || cost < best_cost || (cost == best_cost && chunks * j <= best_cols))
       best = j, best_cost = cost, best_cols = chunks * j;
   }
