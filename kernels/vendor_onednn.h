@@ -22,12 +22,13 @@ std::string effective_isa();
 // took 9 s in nChw16c on an AVX2-only Zen 3), or format_tag::undef where c is not a multiple of
 // that block.
 dnnl::memory::format_tag blocked_act_tag(int64_t c);
-// Why onednn/* is not offered in u8s8 on this CPU, or "": without VNNI (AVX2, plain avx512_core)
-// oneDNN 2.6 multiplies u8 by s8 with vpmaddubsw, whose int16 sums of pairs saturate on
-// full-range data (its "int8 computation aspects"). Found by the conformance tests on a Zen 3
-// (AVX2): every u8s8 GEMM, convolution and LSTM case failed its check (GEMM m100n37k333: 3.3e4
-// off). cpu/packed and cpu/direct refuse that route for the same reason, so neither side runs it.
-std::string u8s8_unsupported();
+// Why onednn/* is not offered in type `in` on this CPU, or "" (always "" but for u8s8): without
+// VNNI (AVX2, plain avx512_core) oneDNN 2.6 multiplies u8 by s8 with vpmaddubsw, whose int16
+// sums of pairs saturate on full-range data (its "int8 computation aspects"). Found by the
+// conformance tests on a Zen 3 (AVX2): every u8s8 GEMM, convolution and LSTM case failed its check
+// (GEMM m100n37k333: 3.3e4 off). cpu/packed and cpu/direct refuse that route for the same reason,
+// so neither side runs it.
+std::string u8s8_unsupported(DataType::In in);
 
 // oneDNN's element type of a DataType's inputs (u8s8: u8 for the source, s8 for the weights) and
 // of its output.

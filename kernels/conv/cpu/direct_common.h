@@ -160,8 +160,8 @@ inline int pick_v(int64_t ch) {
   return ch >= 32 && !(ch % 32 != 0 && ch % 16 == 0) ? 2 : 1;
 }
 // pick_v for the fp32 kernels on this build's vectors: with 8-float vectors (AVX2) one block
-// of 16 channels, so that 6 columns (12 accumulators) stay in 16 registers, where 32 channels
-// would leave room for 2.
+// of 16 channels, so that a tile of 5-7 columns has 10-14 accumulators (see pick_j_f32), where
+// 32 channels would leave room for 3 columns (max_j).
 inline int pick_v_f32(int64_t ch) {
   return kLanes == 16 ? pick_v(ch) : 1;
 }

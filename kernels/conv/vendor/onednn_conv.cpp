@@ -187,8 +187,7 @@ class OnednnConv : public ConvImpl {
   Support supports(const ConvDesc& d, Dir dir) const override {
     Support dt = dt_direction(d, dir);
     if (!dt) return dt;
-    if (d.dt.in == DataType::u8s8)
-      if (std::string why = onednn::u8s8_unsupported(); !why.empty()) return Support::no(why);
+    if (std::string why = onednn::u8s8_unsupported(d.dt.in); !why.empty()) return Support::no(why);
     // Found by the conformance test (edge asym_pad_b1): oneDNN 2.6's Winograd backward-data
     // returns wrong values when the end padding differs from the start padding.
     if (alg_ == algorithm::convolution_winograd && dir == Dir::bwd_d &&

@@ -56,7 +56,8 @@ dnnl::memory::format_tag blocked_act_tag(int64_t c) {
   return block == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
 }
 
-std::string u8s8_unsupported() {
+std::string u8s8_unsupported(DataType::In in) {
+  if (in != DataType::u8s8) return "";
   const std::string isa = effective_isa();
   if (isa.find("vnni") != std::string::npos || isa == "avx512_core_bf16" ||
       isa == "avx512_core_amx" || isa == "all")

@@ -65,8 +65,7 @@ class OnednnMatmul : public HostGemm {
   // Whether this oneDNN has the type on this CPU: it creates the primitive descriptor (scales
   // of the right shape, values do not matter) and says what oneDNN answered.
   std::string dt_unsupported(const GemmDesc& d) const override {
-    if (d.dt.in == DataType::u8s8)
-      if (std::string why = onednn::u8s8_unsupported(); !why.empty()) return why;
+    if (std::string why = onednn::u8s8_unsupported(d.dt.in); !why.empty()) return why;
     try {
       const MatmulDescs md = matmul_descs(d);
       dnnl::matmul::primitive_desc(dnnl::matmul::desc(md.src, md.wei, md.dst),

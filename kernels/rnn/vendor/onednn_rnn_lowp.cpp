@@ -213,8 +213,7 @@ std::string rnn_onednn_lowp_unsupported(const RnnDesc& d, Dir dir) {
     return "dt " + d.dt.str() + ": reduced-precision RNNs run fwd (inference) only";
   if (d.dt.in == DataType::f16)
     return "dt f16: oneDNN " + onednn::version() + " has no f16 RNN on the CPU";
-  if (d.dt.in == DataType::u8s8)
-    if (std::string why = onednn::u8s8_unsupported(); !why.empty()) return why;
+  if (std::string why = onednn::u8s8_unsupported(d.dt.in); !why.empty()) return why;
   try {
     pd_of(d, 64, 128, std::vector<float>(d.gates() * d.h, 1.0f));
     return "";
