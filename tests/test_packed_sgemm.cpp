@@ -18,11 +18,12 @@ struct Case {
   bool ta, tb;
   int64_t m, n, k;
   float alpha, beta;
+  int64_t pad = 3;  // the leading dimensions' excess over the rows
 };
 
 // Checks one case; returns the worst normwise error per column (0 when exact).
 void check(const Case& c) {
-  const int64_t pad = 3;
+  const int64_t pad = c.pad;
   const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;
   const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
   const int64_t lda = ar + pad, ldb = br + pad, ldc = c.m + pad;
@@ -162,6 +163,24 @@ TEST(PackedSgemmSmoke, AInPlaceUpTo128Columns) {
         for (int64_t m : {4 * n - 1, 4 * n, 4 * n + bl.mr + 1})
           check({false, tb, m, n, bl.kc + 1, 1.0f, 0.5f});
     check({false, false, 512, 128, 2 * bl.kc + 3, 2.0f, 0.0f});
+  });
+}
+
+// On the AVX2 path an in-place A sliver whose 64 columns fit L1's sets sums 64 deep at a time
+// (sliver_fits_l1): sums around 1, 2 and 3 such blocks, with A's columns an odd number of floats
+// apart (fits) and a power of two lines apart (2048 floats: never fits, the full depth); beta
+// applies once, in the first block, whatever the depth.
+TEST(PackedSgemmSmoke, AInPlaceAtTheL1Depth) {
+  SCOPED_TRACE(sgemm_packed_config());
+  on_one_and_two_threads([&] {
+    for (int64_t m : {int64_t(77), int64_t(2048 - 3)})
+      for (int64_t k : {int64_t(63), int64_t(64), int64_t(65), int64_t(128), int64_t(129),
+                        int64_t(193), int64_t(300)})
+        for (int64_t n : {int64_t(16), int64_t(37)}) {
+          check({false, false, m, n, k, 1.0f, 0.0f});
+          check({false, true, m, n, k, 2.0f, 0.5f});
+        }
+    check({false, false, 3136, 64, 256, 1.0f, 0.0f, 0});  // a ResNet-50 1x1 layer's image
   });
 }
 

@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -354,26 +355,46 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
 
 }  // namespace
 
-size_t cache_bytes(int level, size_t fallback) {
-  // sysfs read once: level -> bytes of cpu0's data or unified cache (callers sit on hot paths).
-  static const std::map<int, size_t> sizes = [] {
-    std::map<int, size_t> s;
+namespace {
+struct CacheLevel {
+  size_t bytes = 0;
+  int ways = 0;
+};
+// sysfs read once: level -> cpu0's data or unified cache (callers sit on hot paths).
+const std::map<int, CacheLevel>& cache_levels() {
+  static const std::map<int, CacheLevel> levels = [] {
+    std::map<int, CacheLevel> s;
     for (int i = 0; i < 8; ++i) {
       const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type");
-      int lv = 0;
+      std::ifstream lf(dir + "level"), sf(dir + "size"), tf(dir + "type"),
+          wf(dir + "ways_of_associativity");
+      int lv = 0, ways = 0;
       std::string sz, ty;
       if (!(lf >> lv) || !(sf >> sz) || !(tf >> ty) || ty == "Instruction") continue;
       size_t v = std::strtoull(sz.c_str(), nullptr, 10);
       const char unit = sz.empty() ? 0 : sz.back();
       v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
-      if (v > 0) s[lv] = v;
+      if (!(wf >> ways)) ways = 0;
+      if (v > 0) s[lv] = {v, ways};
     }
     return s;
   }();
-  if (level <= 0) return sizes.empty() ? fallback : sizes.rbegin()->second;
-  auto it = sizes.find(level);
-  return it != sizes.end() ? it->second : fallback;
+  return levels;
+}
+}  // namespace
+
+size_t cache_bytes(int level, size_t fallback) {
+  const auto& levels = cache_levels();
+  if (level <= 0) return levels.empty() ? fallback : levels.rbegin()->second.bytes;
+  auto it = levels.find(level);
+  return it != levels.end() ? it->second.bytes : fallback;
+}
+
+int cache_ways(int level, int fallback) {
+  const auto& levels = cache_levels();
+  auto it =
+      level <= 0 ? (levels.empty() ? levels.end() : std::prev(levels.end())) : levels.find(level);
+  return it != levels.end() && it->second.ways > 0 ? it->second.ways : fallback;
 }
 
 const CpuFacts& cpu_facts() {

@@ -57,6 +57,8 @@ struct CpuFacts {
 // sysfs reports it for cpu0, the part one core sees (glibc's sysconf adds up a whole package's
 // L3, 384 MB on a 32 MB-per-CCD EPYC); `fallback` when sysfs has no such cache.
 size_t cache_bytes(int level, size_t fallback = size_t(32) << 20);
+// The same cache's associativity (sysfs ways_of_associativity), `fallback` when sysfs has none.
+int cache_ways(int level, int fallback = 8);
 
 // Read once from /proc/cpuinfo, sysfs and sched_getaffinity.
 const CpuFacts& cpu_facts();

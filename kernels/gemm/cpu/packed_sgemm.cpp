@@ -21,6 +21,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -60,6 +61,30 @@ constexpr int64_t kDirectMaxN = 64;          // up to here, op(A) = A is read in
 constexpr int64_t kDirectMinRowsPerCol = 4;  // up to twice that with this many rows per column
 // Up to this many A slivers per thread, B is read in place, not packed (b_in_place).
 constexpr int64_t kInPlaceBMaxSlivers = 6;
+
+// The depth of the sum the AVX2 path's direct blocks take when an A sliver that deep, read in
+// place, fits L1 (sliver_fits_l1).
+constexpr int64_t kKcL1 = 64;
+
+// Whether the in-place A sliver at `a` (mr floats of each of `depth` columns, lda floats apart)
+// maps at most as many lines to each L1 set as the set has ways: then it stays in L1 across all
+// the B slivers it serves. A column stride of a power of two lines puts every column in the same
+// sets, and there no depth keeps it. L1 is indexed by the address bits within a 4 KB page, so
+// the virtual address decides.
+bool sliver_fits_l1(const float* a, int64_t lda, int mr, int64_t depth) {
+  static const int ways = cache_ways(1, 8);
+  static const int64_t sets =
+      static_cast<int64_t>(cache_bytes(1, 32 << 10)) / (64 * std::max(1, ways));
+  std::array<int, 1024> per{};
+  if (sets <= 0 || sets > static_cast<int64_t>(per.size())) return false;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(a);
+  for (int64_t p = 0; p < depth; ++p) {
+    const uintptr_t first = base + static_cast<uintptr_t>(p * lda) * sizeof(float);
+    for (uintptr_t line = first / 64; line <= (first + mr * sizeof(float) - 1) / 64; ++line)
+      if (++per[line % sets] > ways) return false;
+  }
+  return true;
+}
 
 #ifdef PB_X86
 // dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
@@ -320,7 +345,24 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // 1768x64x1760 1.18 -> 1.06, 2056x32x2048 0.83-0.85 -> 0.78; AVX2 path 1768x64x1760 2.34 ->
   // 2.05-2.09, 1000x64x4096 2.78-2.80 -> 2.63-2.66. With aligned columns the half lost
   // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29).
-  const int64_t kc_direct = lda % 16 ? std::max<int64_t>(1, kc_max / 2) : kc_max;
+  //
+  // On the AVX2 path the sum's depth follows from L1's sets instead, where a 64-deep sliver
+  // keeps in L1 (sliver_fits_l1): 256 columns of a 24-row sliver are 512 lines, all of a 32 KB
+  // L1, so each of the B slivers after the first read A from L2. Zen 3 family 25 (32 KB 8-way
+  // L1), GFLOP/s kc 256 (or 128 unaligned) -> 64, one thread: 784x128x512 (ResNet-50's 1x1
+  // 512 -> 128 at 28x28, an image) 38 -> 80, 3136x64x256 65 -> 81 (onednn/matmul 95); two
+  // threads: 1760x16x1760 105 -> 127, 1760x64x1760 120 -> 152, 26752x64x2048 123 -> 143. With
+  // columns a power of two lines apart (2048, 2560, 4096, 7680 floats) no depth fits, and 64
+  // lost (2048x64x2048 104 -> 88): those keep 256.
+#ifdef PB_X86
+  const bool l1_depth =
+      direct_a && cf.kernel == kernel_avx2 && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
+#else
+  const bool l1_depth = false;
+#endif
+  const int64_t kc_direct = l1_depth   ? std::min(kc_max, kKcL1)
+                            : lda % 16 ? std::max<int64_t>(1, kc_max / 2)
+                                       : kc_max;
   const int64_t n_jd = ceil_div(n, nr);  // B slivers of the direct path (n <= 128)
   // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
   // sliver is read in place too (packing it each KC step took a tenth of 512x16x512). Alternating
