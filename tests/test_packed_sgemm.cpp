@@ -168,15 +168,16 @@ TEST(PackedSgemmSmoke, AInPlaceUpTo128Columns) {
 
 // On the AVX2 path an in-place A sliver whose 64 columns fit L1's sets sums 64 deep at a time
 // (sliver_fits_l1): sums around 1, 2 and 3 such blocks, with A's columns an odd number of floats
-// apart (fits) and a power of two lines apart (2048 floats: never fits, the full depth); beta
-// applies once, in the first block, whatever the depth.
+// apart (fits) and a power of two lines apart (2048 floats: never fits, the full depth, and from
+// 64 columns each full sliver copied before use); beta applies once, in the first block,
+// whatever the depth.
 TEST(PackedSgemmSmoke, AInPlaceAtTheL1Depth) {
   SCOPED_TRACE(sgemm_packed_config());
   on_one_and_two_threads([&] {
     for (int64_t m : {int64_t(77), int64_t(2048 - 3)})
       for (int64_t k : {int64_t(63), int64_t(64), int64_t(65), int64_t(128), int64_t(129),
                         int64_t(193), int64_t(300)})
-        for (int64_t n : {int64_t(16), int64_t(37)}) {
+        for (int64_t n : {int64_t(16), int64_t(37), int64_t(64), int64_t(101)}) {
           check({false, false, m, n, k, 1.0f, 0.0f});
           check({false, true, m, n, k, 2.0f, 0.5f});
         }

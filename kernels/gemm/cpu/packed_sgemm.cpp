@@ -65,6 +65,8 @@ constexpr int64_t kInPlaceBMaxSlivers = 6;
 // The depth of the sum the AVX2 path's direct blocks take when an A sliver that deep, read in
 // place, fits L1 (sliver_fits_l1).
 constexpr int64_t kKcL1 = 64;
+// From this many B slivers a direct block's full A slivers that do not fit L1 are copied.
+constexpr int64_t kPackSliverMinB = 16;
 
 // Whether the in-place A sliver at `a` (mr floats of each of `depth` columns, lda floats apart)
 // maps at most as many lines to each L1 set as the set has ways: then it stays in L1 across all
@@ -360,6 +362,18 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 #else
   const bool l1_depth = false;
 #endif
+  // Where no depth keeps the sliver in L1 and it serves at least 16 B slivers (64 columns), the
+  // AVX2 path copies each full sliver into a contiguous buffer first (where the kernel's reads
+  // stay in L1); with fewer B slivers the copy, which waits on A's misses with nothing to
+  // overlap them, cost more than it saved. Zen 3, two threads, GFLOP/s in place -> copied:
+  // 4096x128x4096 100 -> 136, 7680x128x2560 112 -> 134, 4096x64x4096 100 -> 116, 7680x64x2560
+  // 113 -> 118; with 8 B slivers 2048x32x2048 104 -> 84.
+#ifdef PB_X86
+  const bool pack_full_slivers =
+      direct_a && cf.kernel == kernel_avx2 && !l1_depth && ceil_div(n, nr) >= kPackSliverMinB;
+#else
+  const bool pack_full_slivers = false;
+#endif
   const int64_t kc_direct = l1_depth   ? std::min(kc_max, kKcL1)
                             : lda % 16 ? std::max<int64_t>(1, kc_max / 2)
                                        : kc_max;
@@ -437,7 +451,9 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
         pack_b(tb, b, ldb, pc, kc, 0, n, nr, 0, n_jd, bp_own);
         for (int64_t ir = 0; ir < n_ir; ++ir) {
           const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-          const bool in_place = mv == mr || tail_in_place;
+          const bool packed_sliver = mv == mr && pack_full_slivers;
+          if (packed_sliver) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, ir, ir + 1, ap_own);
+          const bool in_place = (mv == mr && !packed_sliver) || tail_in_place;
           const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
           for (int64_t jr = 0; jr < n_jd; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, n - jr * nr));
