@@ -169,7 +169,7 @@ TEST(PackedSgemmSmoke, AInPlaceUpTo128Columns) {
 // On the AVX2 path an in-place A sliver whose 64 columns fit L1's sets sums 64 deep at a time
 // (sliver_fits_l1): sums around 1, 2 and 3 such blocks, with A's columns an odd number of floats
 // apart (fits) and a power of two lines apart (2048 floats: never fits, the full depth, and from
-// 64 columns each full sliver copied before use); beta applies once, in the first block,
+// 64 columns the packed path); beta applies once, in the first block,
 // whatever the depth.
 TEST(PackedSgemmSmoke, AInPlaceAtTheL1Depth) {
   SCOPED_TRACE(sgemm_packed_config());

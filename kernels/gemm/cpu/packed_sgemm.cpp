@@ -65,8 +65,8 @@ constexpr int64_t kInPlaceBMaxSlivers = 6;
 // The depth of the sum the AVX2 path's direct blocks take when an A sliver that deep, read in
 // place, fits L1 (sliver_fits_l1).
 constexpr int64_t kKcL1 = 64;
-// From this many B slivers a direct block's full A slivers that do not fit L1 are copied.
-constexpr int64_t kPackSliverMinB = 16;
+// From this many B slivers an A sliver that no depth keeps in L1 is packed (the AVX2 path).
+constexpr int64_t kPackedMinBSlivers = 16;
 
 // Whether the in-place A sliver at `a` (mr floats of each of `depth` columns, lda floats apart)
 // maps at most as many lines to each L1 set as the set has ways: then it stays in L1 across all
@@ -293,8 +293,27 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // process both ways against oneDNN, medians of 3): 1760x128x1760 3.11 -> 2.27, 2560x128x2560
   // 6.97 -> 4.61, 4096x128x4096 18.3 -> 12.6, 7680x128x2560 19.9 -> 13.9, 3072x128x1024 2.88 ->
   // 2.28, AlexNet fc6 at batch 128 115 -> 82; 128x128x128 lost (0.018 -> 0.021), hence the rows.
+  // On the AVX2 path the direct blocks sum 64 deep where an A sliver that deep fits L1's sets
+  // (sliver_fits_l1): 256 columns of a 24-row sliver are 512 lines, all of a 32 KB L1, so each of
+  // the B slivers after the first read A from L2. Zen 3 family 25 (32 KB 8-way L1), GFLOP/s kc
+  // 256 (or 128 unaligned) -> 64, one thread: 784x128x512 (ResNet-50's 1x1 512 -> 128 at 28x28,
+  // an image) 38 -> 80, 3136x64x256 65 -> 81 (onednn/matmul 95); two threads: 1760x16x1760 105
+  // -> 127, 1760x64x1760 120 -> 152, 26752x64x2048 123 -> 143. Where no depth fits (columns a
+  // power of two lines apart: 2048, 2560, 4096, 7680 floats), 64 lost (2048x64x2048 104 -> 88);
+  // there, from 16 B slivers (64 columns) on, the packed path below took over from the in-place
+  // reads (medians of 5 alternating runs, GFLOP/s in place -> packed, two threads: 4096x64x4096
+  // 110 -> 120, 7680x128x2560 140 -> 150; one thread, the 7x7 stem's 12544x64x147 58 -> 74; a
+  // copy of each sliver inside the direct block reached 115, 137 and 59), and below 16 the
+  // in-place reads stay (4096x16x4096 76 against 44 packed, 2048x32x2048 102 against 96).
+#ifdef PB_X86
+  const bool avx2_path = cf.kernel == kernel_avx2;
+#else
+  const bool avx2_path = false;
+#endif
+  const bool l1_depth = avx2_path && !ta && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
   const bool direct_a =
-      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
+      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n)) &&
+      !(avx2_path && !l1_depth && ceil_div(n, nr) >= kPackedMinBSlivers);
   GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
   // At least 32 B slivers (256 columns) per thread: the threads split the columns. Each packs its
   // own B slivers into its own buffer and all the rows of A, block by block, into its own: nothing
@@ -346,34 +365,8 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // 0.41-0.42 -> 0.38-0.41, 1000x64x4096 1.57-1.61 -> 1.50, 1000x128x4096 3.08-3.10 -> 2.87-2.89,
   // 1768x64x1760 1.18 -> 1.06, 2056x32x2048 0.83-0.85 -> 0.78; AVX2 path 1768x64x1760 2.34 ->
   // 2.05-2.09, 1000x64x4096 2.78-2.80 -> 2.63-2.66. With aligned columns the half lost
-  // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29).
-  //
-  // On the AVX2 path the sum's depth follows from L1's sets instead, where a 64-deep sliver
-  // keeps in L1 (sliver_fits_l1): 256 columns of a 24-row sliver are 512 lines, all of a 32 KB
-  // L1, so each of the B slivers after the first read A from L2. Zen 3 family 25 (32 KB 8-way
-  // L1), GFLOP/s kc 256 (or 128 unaligned) -> 64, one thread: 784x128x512 (ResNet-50's 1x1
-  // 512 -> 128 at 28x28, an image) 38 -> 80, 3136x64x256 65 -> 81 (onednn/matmul 95); two
-  // threads: 1760x16x1760 105 -> 127, 1760x64x1760 120 -> 152, 26752x64x2048 123 -> 143. With
-  // columns a power of two lines apart (2048, 2560, 4096, 7680 floats) no depth fits, and 64
-  // lost (2048x64x2048 104 -> 88): those keep 256.
-#ifdef PB_X86
-  const bool l1_depth =
-      direct_a && cf.kernel == kernel_avx2 && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
-#else
-  const bool l1_depth = false;
-#endif
-  // Where no depth keeps the sliver in L1 and it serves at least 16 B slivers (64 columns), the
-  // AVX2 path copies each full sliver into a contiguous buffer first (where the kernel's reads
-  // stay in L1); with fewer B slivers the copy, which waits on A's misses with nothing to
-  // overlap them, cost more than it saved. Zen 3, two threads, GFLOP/s in place -> copied:
-  // 4096x128x4096 100 -> 136, 7680x128x2560 112 -> 134, 4096x64x4096 100 -> 116, 7680x64x2560
-  // 113 -> 118; with 8 B slivers 2048x32x2048 104 -> 84.
-#ifdef PB_X86
-  const bool pack_full_slivers =
-      direct_a && cf.kernel == kernel_avx2 && !l1_depth && ceil_div(n, nr) >= kPackSliverMinB;
-#else
-  const bool pack_full_slivers = false;
-#endif
+  // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29). The AVX2 path sums 64 deep where
+  // that keeps the sliver in L1 (l1_depth, above).
   const int64_t kc_direct = l1_depth   ? std::min(kc_max, kKcL1)
                             : lda % 16 ? std::max<int64_t>(1, kc_max / 2)
                                        : kc_max;
@@ -451,9 +444,7 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
         pack_b(tb, b, ldb, pc, kc, 0, n, nr, 0, n_jd, bp_own);
         for (int64_t ir = 0; ir < n_ir; ++ir) {
           const int mv = static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr));
-          const bool packed_sliver = mv == mr && pack_full_slivers;
-          if (packed_sliver) pack_a(ta, a, lda, ic, mcv, pc, kc, mr, ir, ir + 1, ap_own);
-          const bool in_place = (mv == mr && !packed_sliver) || tail_in_place;
+          const bool in_place = mv == mr || tail_in_place;
           const float* as = in_place ? a + ic + ir * mr + pc * lda : ap_own + ir * mr * kc;
           for (int64_t jr = 0; jr < n_jd; ++jr) {
             const int nv = static_cast<int>(std::min<int64_t>(nr, n - jr * nr));
