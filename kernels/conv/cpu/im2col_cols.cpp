@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/gemm/cpu/packed_sgemm.h"  // transpose_words
 #include "kernels/gemm/cpu/sgemm.h"
 
 namespace pb::im2col {
@@ -237,9 +238,20 @@ void col2im_rows_add(const ConvDesc& d, const float* col, int64_t oy0, int64_t o
         col2im_row(d, col + ((c * d.kh + ky) * d.kw + kx) * ncol, ky, kx, oy0, oy1, img + c * ihw);
 }
 
-void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,
-             bool par) {
+void scatter(const ConvDesc& d, const float* t, bool transposed, int64_t n0, int64_t nb, int64_t gi,
+             float* x, bool par) {
   const int64_t ohw = d.oh * d.ow;
+  if (transposed) {  // t: (image, pixel) x channel; blocks of 64 pixels of one image each
+    const int64_t ocg = d.ocg(), blocks = (ohw + 63) / 64;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t u = 0; u < nb * blocks; ++u) {
+      const int64_t i = u / blocks, p0 = u % blocks * 64;
+      transpose_words(t + (i * ohw + p0) * ocg, ocg,
+                      static_cast<int>(std::min<int64_t>(64, ohw - p0)), ocg,
+                      x + ((n0 + i) * d.oc + gi * ocg) * ohw + p0, ohw);
+    }
+    return;
+  }
 #pragma omp parallel for collapse(2) schedule(static) if (par)
   for (int64_t i = 0; i < nb; ++i)
     for (int64_t o = 0; o < d.ocg(); ++o)

@@ -42,8 +42,9 @@ void col2im_rows_add(const ConvDesc& d, const float* col, int64_t oy0, int64_t o
 // fixed order (ky, kx, oy, ox); overwrites the group's channels of the nb images.
 void col2im(const ConvDesc& d, const float* col, int64_t nb, int64_t ncol, float* img, bool par);
 // t[o][i*ohw + p] <-> x(n0 + i, g*ocg + o, p) for the ocg channels of group gi (x: mb x oc x ohw).
-void scatter(const ConvDesc& d, const float* t, int64_t n0, int64_t nb, int64_t gi, float* x,
-             bool par);
+// scatter with `transposed`: t[i*ohw + p][o] instead.
+void scatter(const ConvDesc& d, const float* t, bool transposed, int64_t n0, int64_t nb, int64_t gi,
+             float* x, bool par);
 template <class T>
 void gather(const ConvDesc& d, const T* x, int64_t n0, int64_t nb, int64_t gi, T* t, bool par);
 
