@@ -105,7 +105,8 @@ TEST(PackedSgemmSmoke, CacheBlockEdges) {
 }
 
 // More columns than the in-place paths take (A in place up to 128, dot products up to 32), on one
-// thread and on two: few rows read B in place (up to 6 A slivers per thread), many rows and one
+// thread and on two: few rows read B in place (up to 6 A slivers per thread, 3 on the AVX2
+// path), many rows and one
 // sliver per thread pack it, and at least 32 B slivers per thread split the columns; every
 // transpose, sums around KC.
 TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
@@ -116,7 +117,8 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         for (int64_t m : {int64_t(1), int64_t(bl.mr - 1), int64_t(bl.mr + 1), 2 * int64_t(bl.mr),
-                          2 * int64_t(bl.mr) + 3, 5 * int64_t(bl.mr) + 7})
+                          2 * int64_t(bl.mr) + 3, 4 * int64_t(bl.mr) + 1, 5 * int64_t(bl.mr) + 7,
+                          7 * int64_t(bl.mr)})
           for (int64_t k : {bl.kc - 1, 2 * bl.kc + 3}) check({ta, tb, m, n, k, 1.0f, 0.5f});
         check({ta, tb, 3 * bl.mc + 5, n, bl.kc + 1, 1.0f, 0.0f});
         // One step of the sum, more rows than one block, 32 B slivers per thread and a partial

@@ -61,6 +61,7 @@ constexpr int64_t kDirectMaxN = 64;          // up to here, op(A) = A is read in
 constexpr int64_t kDirectMinRowsPerCol = 4;  // up to twice that with this many rows per column
 // Up to this many A slivers per thread, B is read in place, not packed (b_in_place).
 constexpr int64_t kInPlaceBMaxSlivers = 6;
+constexpr int64_t kInPlaceBMaxSlivers2 = 3;  // the AVX2 path's (see b_in_place)
 
 // The depth of the sum the AVX2 path's direct blocks take when an A sliver that deep, read in
 // place, fits L1 (sliver_fits_l1).
@@ -388,7 +389,13 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // in place: 35x8457x1760 105 -> 132, 48x4096x4000 150 -> 198, 256x1024x8192 193 -> 210,
   // 512x24000x1536 178 -> 200, 256x1024x16384 (A^T) 206 -> 195 (the one loss); with 8 slivers
   // per thread it lost (768x2048x2048: 230 -> 224, with A^T B^T 210 -> 190), hence 6.
-  const bool b_in_place = !direct_a && ceil_div(n_sl, nt) <= kInPlaceBMaxSlivers &&
+  // On the AVX2 path (24-row slivers) the packed B won from 4 slivers per thread: Zen 3, medians
+  // of 5 alternating runs, 2 threads, GFLOP/s in place -> packed: 256x2048x1024 (cpu/blas
+  // LSTM's dx, h256) 135 -> 148, 192x2048x1024 136 -> 162, 168x4096x1024 131 -> 144,
+  // 256x1024x8192 132 -> 159; at 3 per thread in place stays ahead (128x4096x1024 117 against
+  // 108, 35x8457x4096 94 against 59).
+  const int64_t b_in_place_max = avx2_path ? kInPlaceBMaxSlivers2 : kInPlaceBMaxSlivers;
+  const bool b_in_place = !direct_a && ceil_div(n_sl, nt) <= b_in_place_max &&
                           (!split_rows || nt == 1 || n_sl >= 2 * nt);
   // op(B)(p, j) at b[j * b_cs + p * b_ps].
   const int64_t b_cs = tb ? 1 : ldb, b_ps = tb ? ldb : 1;
