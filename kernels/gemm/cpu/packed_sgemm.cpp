@@ -299,13 +299,14 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // the B slivers after the first read A from L2. Zen 3 family 25 (32 KB 8-way L1), GFLOP/s kc
   // 256 (or 128 unaligned) -> 64, one thread: 784x128x512 (ResNet-50's 1x1 512 -> 128 at 28x28,
   // an image) 38 -> 80, 3136x64x256 65 -> 81 (onednn/matmul 95); two threads: 1760x16x1760 105
-  // -> 127, 1760x64x1760 120 -> 152, 26752x64x2048 123 -> 143. Where no depth fits (columns a
-  // power of two lines apart: 2048, 2560, 4096, 7680 floats), 64 lost (2048x64x2048 104 -> 88);
-  // there, from 16 B slivers (64 columns) on, the packed path below took over from the in-place
-  // reads (medians of 5 alternating runs, GFLOP/s in place -> packed, two threads: 4096x64x4096
-  // 110 -> 120, 7680x128x2560 140 -> 150; one thread, the 7x7 stem's 12544x64x147 58 -> 74; a
-  // copy of each sliver inside the direct block reached 115, 137 and 59), and below 16 the
-  // in-place reads stay (4096x16x4096 76 against 44 packed, 2048x32x2048 102 against 96).
+  // -> 127, 1760x64x1760 120 -> 152, 26752x64x2048 123 -> 143. Where no depth fits (column strides
+  // of 2048, 2560, 4096, 7680 floats: 128, 160, 256, 480 lines, 0 or 32 mod L1's 64 sets, so all
+  // columns share 2 to 4 sets), 64 lost (2048x64x2048 104 -> 88); there, from 16 B slivers (64
+  // columns) on, the packed path below took over from the in-place reads (medians of 5 alternating
+  // runs, GFLOP/s in place -> packed, two threads: 4096x64x4096 110 -> 120, 7680x128x2560 140 ->
+  // 150; one thread, the 7x7 stem's 12544x64x147 58 -> 74; a copy of each sliver inside the direct
+  // block reached 115, 137 and 59), and below 16 the in-place reads stay (4096x16x4096 76 against
+  // 44 packed, 2048x32x2048 102 against 96).
 #ifdef PB_X86
   const bool avx2_path = cf.kernel == kernel_avx2;
 #else
