@@ -78,8 +78,9 @@ bool sliver_fits_l1(const float* a, int64_t lda, int mr, int64_t depth) {
   static const int ways = cache_ways(1, 8);
   static const int64_t sets =
       static_cast<int64_t>(cache_bytes(1, 32 << 10)) / (64 * std::max(1, ways));
-  std::array<int, 1024> per{};
+  std::array<int, 1024> per;
   if (sets <= 0 || sets > static_cast<int64_t>(per.size())) return false;
+  std::fill_n(per.begin(), sets, 0);
   const uintptr_t base = reinterpret_cast<uintptr_t>(a);
   for (int64_t p = 0; p < depth; ++p) {
     const uintptr_t first = base + static_cast<uintptr_t>(p * lda) * sizeof(float);
@@ -312,10 +313,12 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 #else
   const bool avx2_path = false;
 #endif
-  const bool l1_depth = avx2_path && !ta && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
+  const bool direct_shape =
+      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n));
+  const bool l1_depth =
+      direct_shape && avx2_path && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
   const bool direct_a =
-      !ta && (n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= kDirectMinRowsPerCol * n)) &&
-      !(avx2_path && !l1_depth && ceil_div(n, nr) >= kPackedMinBSlivers);
+      direct_shape && !(avx2_path && !l1_depth && ceil_div(n, nr) >= kPackedMinBSlivers);
   GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
   // At least 32 B slivers (256 columns) per thread: the threads split the columns. Each packs its
   // own B slivers into its own buffer and all the rows of A, block by block, into its own: nothing
