@@ -135,9 +135,10 @@ TEST(PackedSgemmSmoke, PackedAndInPlaceB) {
   });
 }
 
-// op(A) = A^T with up to 128 columns is read in place on the AVX-512 path (tiles of C^T: 7 rows
-// of op(A) broadcast against 16 or 32 columns, transposed to store): full and partial row groups
-// and column slivers, sums shorter than one step of 16, at the limits of columns (more than 8
+// op(A) = A^T with up to 128 columns is read in place on the AVX-512 and AVX2 paths (tiles of C^T:
+// 7 rows of op(A) broadcast against 16 or 32 columns, or 6 against 8 or 16 on AVX2, transposed to
+// store): full and partial row groups (114 = 19 x 6) and column slivers (9, 17, 33, 65: tails of
+// one and two vectors), sums shorter than one step of 16, at the limits of columns (more than 8
 // take that path, more than 32 only with a long sum), and past one KC step (at most 2048); both
 // op(B), beta 0 and not, one thread and two (at least 56 rows per thread take it). On the other
 // paths, the same products packed.
@@ -146,7 +147,7 @@ TEST(PackedSgemmSmoke, ATransposedInPlace) {
   on_one_and_two_threads([&] {
     for (bool tb : {false, true})
       for (int64_t n : {8, 9, 16, 17, 32, 33, 48, 64, 65, 128})
-        for (int64_t m : {112, 113, 118})
+        for (int64_t m : {112, 113, 114, 118})
           for (int64_t k : {17, 385, 2049}) {
             check({true, tb, m, n, k, 1.5f, 0.5f});
             if (k == 385) check({true, tb, m, n, k, 1.0f, 0.0f});

@@ -273,8 +273,9 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   const Config& cf = config();
   const int nt = gemm_threads(m, n, k);
 #ifdef PB_X86
-  if (ta && cf.kernel == kernel_avx512 &&
-      gemm_tn_few_columns(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt)) {
+  if (ta && (cf.kernel == kernel_avx512 || cf.kernel == kernel_avx2) &&
+      gemm_tn_few_columns(cf.kernel == kernel_avx512, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                          ldc, nt)) {
     if (post) post_tile(0, 0, m, n, c, ldc);  // afterwards (a path for few columns)
     return;
   }

@@ -366,12 +366,12 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_
 void transpose_copy(const float* src, int64_t ss, int rows, int64_t cols, float* dst, int64_t ds);
 
 #ifdef PB_X86
-// op(A) = A^T with few columns on the AVX-512 path (packed_sgemm_tn.cpp): A read in place in
-// tiles of C^T (9 to 128 columns), or as dot products (up to 32 columns) where those do not
-// apply. Returns false, having done nothing, where neither applies.
-bool gemm_tn_few_columns(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                         int64_t ldc, int nt);
+// op(A) = A^T with few columns (packed_sgemm_tn.cpp): A read in place in tiles of C^T (9 to 128
+// columns; AVX-512, else AVX2), or as dot products (up to 32 columns, AVX-512 only) where those
+// do not apply. Returns false, having done nothing, where neither applies.
+bool gemm_tn_few_columns(bool avx512, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                         float* c, int64_t ldc, int nt);
 #endif
 
 inline int64_t ceil_div(int64_t a, int64_t b) {

@@ -1,5 +1,6 @@
-// op(A) = A^T with few columns on the AVX-512 path: the rows of op(A) are contiguous along the
-// sum, so neither path packs A (see packed_sgemm.cpp for the packed SGEMM around them).
+// op(A) = A^T with few columns: the rows of op(A) are contiguous along the sum, so neither path
+// here packs A (see packed_sgemm.cpp for the packed SGEMM around them). Tiles of C^T on AVX-512
+// and AVX2, dot products on AVX-512.
 #include <omp.h>
 
 #include <algorithm>
@@ -199,6 +200,14 @@ __attribute__((target("avx512f,fma"))) void gemm_tn_dot(int64_t m, int64_t n, in
 constexpr int kBcastRows = 7;
 constexpr int64_t kBcastMinRows = 56;  // per thread
 constexpr int64_t kBcastMaxN = 128;
+// On the AVX2 path (6 x 16 tiles, Bcast256) up to 32 columns only: from 64 on the packed path
+// (whose transposing copy of A costs less against AVX2's half-rate products) was as fast or
+// faster. Zen 3 family 25, 2 threads, GFLOP/s packed -> tiles (onednn/matmul), medians of 3
+// alternating runs: 1760x16x1760 70 -> 126 (95), 1760x32x1760 107 -> 178 (135), 7680x32x2560
+// 76 -> 110 (92), 1024x16x500000 75 -> 150 (80), 4608x32x1536 125 -> 122 (127); 64 columns
+// 0.88-1.20x over 6 shapes (1760x64x1760 123 -> 108, 4096x64x4096 95 -> 114), 128 columns
+// 0.75-0.92x (7680x128x2560 128 -> 102). A smaller sum's block (128-512 against 1024) was slower.
+constexpr int64_t kBcastMaxN2 = 32;
 // Up to 8 columns the dot products stay: half of the 16-column tile computed nothing
 // (1024x8x500000 (A^T) 61.7 -> 69.6 ms, 512x8x500000 33.0 -> 34.5, bench_gemm, one run each;
 // the first moved 52-73 ms between processes of one build).
@@ -282,16 +291,98 @@ __attribute__((target("avx512f,fma"))) void bcast_tile(int64_t kc, const float* 
   }
 }
 
+// The AVX2 path's tile of C^T: R = 6 rows of op(A) against NV vectors of 8 columns (6 x 2
+// accumulators, 2 B vectors and the broadcast: 15 of the 16 registers; 8 loads per 12 FMAs),
+// stored through 8 x 8 transposes in registers. Same contract as bcast_tile.
+template <int R, int NV>
+__attribute__((target("avx2,fma"), always_inline)) inline void bcast_step2(
+    int64_t p, const float* a, int64_t lda, const float* bp, __m256 (&acc)[R][NV]) {
+  __m256 bv[NV];
+  for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(bp + p * 8 * NV + 8 * v);
+  for (int r = 0; r < R; ++r) {
+    const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+  }
+}
+
+template <int R, int NV>
+__attribute__((target("avx2,fma"))) void bcast_tile2(int64_t kc, const float* a, int64_t lda,
+                                                     const float* bp, float* c, int64_t ldc,
+                                                     float alpha, float beta, int mv, int nv) {
+  static_assert(R <= 8, "a tile of C^T is stored through 8 x 8 transposes");
+  __m256 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(a + r * lda + p + kBcastPrefetch), _MM_HINT_T0);
+    for (int q = 0; q < 16; ++q) bcast_step2<R, NV>(p + q, a, lda, bp, acc);
+  }
+  for (; p < kc; ++p) bcast_step2<R, NV>(p, a, lda, bp, acc);
+  alignas(32) int32_t lanes[8];
+  for (int r = 0; r < 8; ++r) lanes[r] = r < mv ? -1 : 0;
+  const __m256i rows = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  // Unrolled, so that every acc index is a constant: with v a variable GCC kept acc in memory and
+  // stored all 12 accumulators every step of the sum (half the speed).
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    __m256 t[8], u[8];
+    for (int r = 0; r < R; ++r) t[r] = acc[r][v];
+    for (int r = R; r < 8; ++r) t[r] = _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+      u[i] = _mm256_unpacklo_ps(t[i], t[i + 1]);
+      u[i + 1] = _mm256_unpackhi_ps(t[i], t[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      t[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
+      t[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xEE);
+      t[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
+      t[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {  // u[j]: rows 0..7 of column 8 v + j
+      u[i] = _mm256_permute2f128_ps(t[i], t[i + 4], 0x20);
+      u[i + 4] = _mm256_permute2f128_ps(t[i], t[i + 4], 0x31);
+    }
+    for (int j = 0; j < 8 && 8 * v + j < nv; ++j) {
+      float* cj = c + (8 * v + j) * ldc;
+      __m256 x = _mm256_mul_ps(u[j], va);
+      if (beta != 0.0f) x = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj, rows), x);
+      _mm256_maskstore_ps(cj, rows, x);
+    }
+  }
+}
+
+// The tiles of each path: R rows of op(A) against B slivers of kSw columns, NV vectors of kVw.
+struct Bcast512 {
+  static constexpr int R = kBcastRows, kVw = 16, kSw = 32;
+  template <int NV>
+  static void tile(int64_t kc, const float* a, int64_t lda, const float* bp, float* c, int64_t ldc,
+                   float alpha, float beta, int mv, int nv) {
+    bcast_tile<R, NV>(kc, a, lda, bp, c, ldc, alpha, beta, mv, nv);
+  }
+};
+struct Bcast256 {
+  static constexpr int R = 6, kVw = 8, kSw = 16;
+  template <int NV>
+  static void tile(int64_t kc, const float* a, int64_t lda, const float* bp, float* c, int64_t ldc,
+                   float alpha, float beta, int mv, int nv) {
+    bcast_tile2<R, NV>(kc, a, lda, bp, c, ldc, alpha, beta, mv, nv);
+  }
+};
+
+template <class T>
 void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                    int nt) {
-  constexpr int R = kBcastRows;
-  // The sum's block: the thread's B panel (n columns, padded to 32) in half of L2.
+  constexpr int R = T::R, kSw = T::kSw, kVw = T::kVw;
+  // The sum's block: the thread's B panel (n columns, padded to kSw) in half of L2.
   const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
   const int64_t kcb =
-      std::clamp<int64_t>(l2 / 2 / (4 * ceil_div(n, int64_t(32)) * 32) / 16 * 16, 256, 2048);
-  const int64_t n32 = n / 32, n_tail = n % 32;  // full 32-column slivers, then one of 16 or 32
-  const int tail_nv = n_tail == 0 ? 0 : n_tail <= 16 ? 1 : 2;
+      std::clamp<int64_t>(l2 / 2 / (4 * ceil_div(n, int64_t(kSw)) * kSw) / 16 * 16, 256, 2048);
+  const int64_t ns = n / kSw, n_tail = n % kSw;  // full slivers, then one of kVw or kSw
+  const int tail_nv = n_tail == 0 ? 0 : n_tail <= kVw ? 1 : 2;
   const int64_t groups = ceil_div(m, int64_t(R));
   RegionErrors errors;
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -300,7 +391,7 @@ void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     float* bp = nullptr;
     float* at = nullptr;
     errors.run([&] {
-      bp = scratch(b_own, size_t(kcb) * (n32 + 1) * 32, true);
+      bp = scratch(b_own, size_t(kcb) * (ns + 1) * kSw, true);
       at = scratch(a_tail, size_t(kcb) * R, true);
     });
     const int t = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -308,17 +399,17 @@ void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     for (int64_t pc = 0; pc < k && !errors.failed(); pc += kcb) {
       const int64_t kc = std::min(kcb, k - pc);
       // B: each sliver [p][16 NV columns], zero past n.
-      for (int64_t s = 0; s < n32 + (tail_nv ? 1 : 0); ++s) {
-        const int w = s < n32 ? 32 : 16 * tail_nv;
-        const int nv = static_cast<int>(std::min<int64_t>(w, n - 32 * s));
-        float* d = bp + s * 32 * kcb;
+      for (int64_t s = 0; s < ns + (tail_nv ? 1 : 0); ++s) {
+        const int w = s < ns ? kSw : kVw * tail_nv;
+        const int nv = static_cast<int>(std::min<int64_t>(w, n - kSw * s));
+        float* d = bp + s * kSw * kcb;
         if (!tb) {
-          transpose_copy(b + pc + 32 * s * ldb, ldb, nv, kc, d, w);
+          transpose_copy(b + pc + kSw * s * ldb, ldb, nv, kc, d, w);
           for (int64_t p = 0; nv < w && p < kc; ++p)
             std::fill(d + p * w + nv, d + (p + 1) * w, 0.0f);
         } else {
           for (int64_t p = 0; p < kc; ++p) {
-            std::memcpy(d + p * w, b + 32 * s + (pc + p) * ldb, nv * sizeof(float));
+            std::memcpy(d + p * w, b + kSw * s + (pc + p) * ldb, nv * sizeof(float));
             std::fill(d + p * w + nv, d + (p + 1) * w, 0.0f);
           }
         }
@@ -339,15 +430,15 @@ void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           ap = at;
           la = kc;
         }
-        for (int64_t s = 0; s < n32; ++s)
-          bcast_tile<R, 2>(kc, ap, la, bp + s * 32 * kcb, c + i + 32 * s * ldc, ldc, alpha, bt, mv,
-                           32);
+        for (int64_t s = 0; s < ns; ++s)
+          T::template tile<2>(kc, ap, la, bp + s * kSw * kcb, c + i + kSw * s * ldc, ldc, alpha, bt,
+                              mv, kSw);
         if (tail_nv == 1)
-          bcast_tile<R, 1>(kc, ap, la, bp + n32 * 32 * kcb, c + i + 32 * n32 * ldc, ldc, alpha, bt,
-                           mv, static_cast<int>(n_tail));
+          T::template tile<1>(kc, ap, la, bp + ns * kSw * kcb, c + i + kSw * ns * ldc, ldc, alpha,
+                              bt, mv, static_cast<int>(n_tail));
         else if (tail_nv == 2)
-          bcast_tile<R, 2>(kc, ap, la, bp + n32 * 32 * kcb, c + i + 32 * n32 * ldc, ldc, alpha, bt,
-                           mv, static_cast<int>(n_tail));
+          T::template tile<2>(kc, ap, la, bp + ns * kSw * kcb, c + i + kSw * ns * ldc, ldc, alpha,
+                              bt, mv, static_cast<int>(n_tail));
       }
     }
   }
@@ -357,15 +448,18 @@ void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 
 }  // namespace
 
-bool gemm_tn_few_columns(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                         int64_t ldc, int nt) {
-  if (n > kBcastMinN && n <= kBcastMaxN && m >= kBcastMinRows * nt &&
+bool gemm_tn_few_columns(bool avx512, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                         float* c, int64_t ldc, int nt) {
+  if (n > kBcastMinN && n <= (avx512 ? kBcastMaxN : kBcastMaxN2) && m >= kBcastMinRows * nt &&
       (n <= kDotMaxN || k >= kBcastMinK)) {
-    gemm_tn_bcast(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
+    if (avx512)
+      gemm_tn_bcast<Bcast512>(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
+    else
+      gemm_tn_bcast<Bcast256>(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
     return true;
   }
-  if (!tb && n <= kDotMaxN) {
+  if (avx512 && !tb && n <= kDotMaxN) {
     gemm_tn_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nt);
     return true;
   }
