@@ -94,23 +94,10 @@ bool sliver_fits_l1(const float* a, int64_t lda, int mr, int64_t depth) {
 // dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
 __attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64_t src_stride,
                                                          float* dst, int64_t dst_stride) {
-  __m256 r[8], t[8];
+  __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
-    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
-  }
-  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * dst_stride, t[q]);
+  transpose8(r);
+  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * dst_stride, r[q]);
 }
 #endif
 

@@ -328,26 +328,13 @@ __attribute__((target("avx2,fma"))) void bcast_tile2(int64_t kc, const float* a,
   // stored all 12 accumulators every step of the sum (half the speed).
 #pragma GCC unroll 2
   for (int v = 0; v < NV; ++v) {
-    __m256 t[8], u[8];
+    __m256 t[8];  // then t[j]: rows 0..7 of column 8 v + j
     for (int r = 0; r < R; ++r) t[r] = acc[r][v];
     for (int r = R; r < 8; ++r) t[r] = _mm256_setzero_ps();
-    for (int i = 0; i < 8; i += 2) {
-      u[i] = _mm256_unpacklo_ps(t[i], t[i + 1]);
-      u[i + 1] = _mm256_unpackhi_ps(t[i], t[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-      t[i] = _mm256_shuffle_ps(u[i], u[i + 2], 0x44);
-      t[i + 1] = _mm256_shuffle_ps(u[i], u[i + 2], 0xEE);
-      t[i + 2] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0x44);
-      t[i + 3] = _mm256_shuffle_ps(u[i + 1], u[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; ++i) {  // u[j]: rows 0..7 of column 8 v + j
-      u[i] = _mm256_permute2f128_ps(t[i], t[i + 4], 0x20);
-      u[i + 4] = _mm256_permute2f128_ps(t[i], t[i + 4], 0x31);
-    }
+    transpose8(t);
     for (int j = 0; j < 8 && 8 * v + j < nv; ++j) {
       float* cj = c + (8 * v + j) * ldc;
-      __m256 x = _mm256_mul_ps(u[j], va);
+      __m256 x = _mm256_mul_ps(t[j], va);
       if (beta != 0.0f) x = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj, rows), x);
       _mm256_maskstore_ps(cj, rows, x);
     }
