@@ -173,16 +173,20 @@ class Fwd : ChunkedBuffers {
   const PostOps* post_ = nullptr;
 };
 
-// Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im.
+// Backward data: col = W_g^T x diff_dst per (chunk, group), then col2im. Small images with many
+// rows per column (transposed_) compute col^T = diff_dst^T x W_g into colt_ and transpose it into
+// col (im2col_bwd.cpp).
 class BwdData : ChunkedBuffers {
  public:
-  void prepare(const ConvDesc& d) { plan(d); }
+  void prepare(const ConvDesc& d);
   void run(const Tensor& diff_dst, const Tensor& wei, Tensor& diff_src);
-  size_t workspace_bytes() const { return buffer_bytes(); }
+  size_t workspace_bytes() const { return buffer_bytes() + colt_.size() * sizeof(float); }
 
  private:
   void chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
-             bool par) const;
+             float* colt, bool par) const;
+  bool transposed_ = false;
+  Tensor colt_;  // per thread, as col_
 };
 
 // Backward weights: diff_wei_g += diff_dst x col^T per (chunk, group), chunks in a fixed order
