@@ -166,7 +166,13 @@ void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_
 
 namespace {
 
-// op(B)[p0 .. p0+kc) x [j0 .. j0+nc) into NR-column slivers, sliver s at dst + s*NR*kc.
+void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) c[j * ldc + i] = beta == 0.0f ? 0.0f : beta * c[j * ldc + i];
+}
+
+}  // namespace
+
 void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
             int nr, int64_t s_begin, int64_t s_end, float* dst) {
   for (int64_t s = s_begin; s < s_end; ++s) {
@@ -191,12 +197,6 @@ void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_
   }
 }
 
-void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) c[j * ldc + i] = beta == 0.0f ? 0.0f : beta * c[j * ldc + i];
-}
-
-}  // namespace
 }  // namespace sgemm_kernels
 
 using namespace sgemm_kernels;

@@ -377,6 +377,11 @@ inline float* scratch(std::vector<float>& v, size_t floats, bool in_region = fal
   return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
 }
 
+// op(B)[p0 .. p0+kc) x [j0 .. j0+nc) into NR-column slivers, slivers [s_begin, s_end), sliver s
+// at dst + s*NR*kc (NR floats per step of the sum), zero-padded past nc.
+void pack_b(bool tb, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            int nr, int64_t s_begin, int64_t s_end, float* dst);
+
 // op(A)[i0 .. i0+mc) x [p0 .. p0+kc) into MR-row slivers, slivers [s_begin, s_end) of the
 // block, sliver s at dst + s*MR*kc (MR floats per step of the sum), zero-padded past mc.
 void pack_a(bool ta, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,

@@ -1,6 +1,7 @@
 // cpu/packed's products with an A packed once (SgemmPackedA, packed_sgemm.h): each sliver of A
 // streams contiguously from wherever it lives, op(B) is read in place by the micro-kernel (no
-// pack), and the loops keep a sliver's chunk of the sum in L1 across B's columns:
+// pack; on the AVX2 path with at least NR columns, packed per call, see product), and the loops
+// keep a sliver's chunk of the sum in L1 across B's columns:
 //   column blocks of B (the block's K x columns fit half of L2)
 //     slivers of A (a thread's own, in order)
 //       KC chunks of the sum: the micro-kernel over every column of the block
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <string>
 
 #include "kernels/core/error.h"
@@ -100,6 +102,50 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
   static const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
   const int64_t nb =
       std::max<int64_t>(cf.nr, l2 / 2 / (4 * std::max<int64_t>(k, 1)) / cf.nr * cf.nr);
+  // On the AVX2 path B's column block is packed (each call, by each thread, into its own buffer)
+  // where it has at least one full NR-column sliver: the in-place reads of 4 columns (a power of
+  // two of floats apart in an RNN's states: the same L1 sets) ran the 24-row tiles at 60% of
+  // peak. Zen 3, GFLOP/s in place -> packed, 4096x64x1024 (an LSTM h1024's step at batch 64):
+  // one thread 62 -> 76-83, two 122-129 -> 165; cpu/blas LSTM forward, ms (medians of 5
+  // alternating runs; onednn/auto): h1024 n64 t25 193.3 -> 170.2 (160.9), h512 n64 47.3 -> 42.6
+  // (42.6), h512 n16 12.0 -> 10.7 (11.7), h1024 n4 15.8 -> 13.9 (15.4); backward h1024 n64 355.6
+  // -> 336.0 (339.9). With 1 or 2 columns a packed sliver computed 4 (h512 n1 1.79 -> 2.11, n2
+  // 2.40 -> 3.31): those stay in place, as does the AVX-512 path (not measured there).
+  static thread_local std::vector<float> b_own;
+  float* bp = nullptr;
+#ifdef PB_X86
+  if (cf.kernel == kernel_avx2 && j1 - j0 >= cf.nr) {
+    try {  // inside the caller's parallel region: without the buffer, B is read in place
+      bp = scratch(b_own, static_cast<size_t>(k) * ceil_div(std::min(nb, j1 - j0), cf.nr) * cf.nr);
+    } catch (const std::bad_alloc&) {
+      bp = nullptr;
+    }
+  }
+#endif
+  if (bp) {
+    const int64_t nr = cf.nr;
+    for (int64_t jc = j0; jc < j1; jc += nb) {
+      const int64_t nvb = std::min(nb, j1 - jc), n_jr = ceil_div(nvb, nr);
+      // The block's B, chunk by chunk of the sum: chunk pc's slivers at bp + pc * n_jr * nr.
+      for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
+        const int64_t kc = std::min(kKcInPlace, k - pc);
+        pack_b(tb, b, ldb, pc, kc, jc, nvb, static_cast<int>(nr), 0, n_jr, bp + pc * n_jr * nr);
+      }
+      for (int64_t s = s0; s < s1; ++s) {
+        const float* as = P::data(a) + s * mr * k;
+        for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
+          const int64_t kc = std::min(kKcInPlace, k - pc);
+          for (int64_t jr = 0; jr < n_jr; ++jr) {
+            const int nv = static_cast<int>(std::min<int64_t>(nr, nvb - jr * nr));
+            cf.kernel(kc, as + pc * mr, mr, bp + pc * n_jr * nr + jr * nr * kc,
+                      c + P::row(a, s) + (jc + jr * nr) * ldc, ldc, alpha, pc == 0 ? beta : 1.0f,
+                      P::rows(a, s), nv);
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t jc = j0; jc < j1; jc += nb) {
     const int nv = static_cast<int>(std::min(nb, j1 - jc));
     for (int64_t s = s0; s < s1; ++s) {
