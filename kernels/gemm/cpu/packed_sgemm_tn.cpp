@@ -385,7 +385,7 @@ void gemm_tn_bcast(bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     const int64_t g0 = groups * t / nth, g1 = groups * (t + 1) / nth;
     for (int64_t pc = 0; pc < k && !errors.failed(); pc += kcb) {
       const int64_t kc = std::min(kcb, k - pc);
-      // B: each sliver [p][16 NV columns], zero past n.
+      // B: each sliver [p][kVw NV columns], zero past n.
       for (int64_t s = 0; s < ns + (tail_nv ? 1 : 0); ++s) {
         const int w = s < ns ? kSw : kVw * tail_nv;
         const int nv = static_cast<int>(std::min<int64_t>(w, n - kSw * s));
