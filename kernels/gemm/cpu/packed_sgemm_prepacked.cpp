@@ -103,9 +103,11 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
   const int64_t nb =
       std::max<int64_t>(cf.nr, l2 / 2 / (4 * std::max<int64_t>(k, 1)) / cf.nr * cf.nr);
   // On the AVX2 path B's column block is packed (each call, by each thread, into its own buffer)
-  // where it has at least one full NR-column sliver: the in-place reads of 4 columns (a power of
-  // two of floats apart in an RNN's states: the same L1 sets) ran the 24-row tiles at 60% of
-  // peak. Zen 3, GFLOP/s in place -> packed, 4096x64x1024 (an LSTM h1024's step at batch 64):
+  // where it has at least one full NR-column sliver: reading 4 columns in place (H floats apart
+  // in an RNN's states) ran the 24-row tiles at 58 GFLOP/s on one core where the plain
+  // cpu/packed GEMM of the same shape ran at 65 (not L1 set conflicts: an LSTM with H = 1000
+  // ran its steps as fast per flop as with 1024). Zen 3, GFLOP/s in place -> packed,
+  // 4096x64x1024 (an LSTM h1024's step at batch 64):
   // one thread 62 -> 76-83, two 122-129 -> 165; cpu/blas LSTM forward, ms (medians of 5
   // alternating runs; onednn/auto): h1024 n64 t25 193.3 -> 170.2 (160.9), h512 n64 47.3 -> 42.6
   // (42.6), h512 n16 12.0 -> 10.7 (11.7), h1024 n4 15.8 -> 13.9 (15.4); backward h1024 n64 355.6
