@@ -11,7 +11,7 @@
 
 #include "kernels/conv/cpu/im2col_cols.h"
 #include "kernels/core/threads.h"
-#include "kernels/gemm/cpu/packed_sgemm.h"  // transpose_words
+#include "kernels/gemm/cpu/packed_sgemm.h"  // transpose_matrix
 
 namespace pb::im2col {
 
@@ -60,8 +60,7 @@ void BwdData::prepare(const ConvDesc& d) {
   plan(d);
   const int64_t k = d.icg() * d.kh * d.kw, ncol = nb_ * d.oh * d.ow;
   transposed_ = !wide_ && !no_copy_ && block_rows_ == 0 && k >= kTransposedMinRows * ncol;
-  const int64_t copies = per_thread_ ? threads_ : 1;
-  colt_ = Tensor({transposed_ ? copies * ((k * ncol + 15) / 16 * 16) : 0});
+  colt_ = Tensor({transposed_ ? col_.size() : 0});  // col^T beside col, each thread's part alike
 }
 
 void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, float* col, float* tmp,
@@ -96,12 +95,7 @@ void BwdData::chunk(int64_t n0, const float* dd, const float* w, float* ds, floa
       gather(d, dd, n0, nb, gi, tmp, par);
       if (transposed_) {
         sgemm(true, false, ncol, k, d.ocg(), tmp, ncol, a, k, 0.0f, colt, k);
-        const int64_t blocks = (ncol + 63) / 64;  // 64 columns of col a block
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t u = 0; u < blocks; ++u)
-          transpose_words(colt + u * 64 * k, k,
-                          static_cast<int>(std::min<int64_t>(64, ncol - u * 64)), k, col + u * 64,
-                          ncol);
+        transpose_matrix(colt, ncol, k, col, par);
       } else {
         sgemm(true, false, k, ncol, d.ocg(), a, k, tmp, ncol, 0.0f, col, ncol);
       }

@@ -211,6 +211,14 @@ void transpose_words(const void* src, int64_t ss, int rows, int64_t cols, void* 
   transpose_copy(static_cast<const float*>(src), ss, rows, cols, static_cast<float*>(dst), ds);
 }
 
+void transpose_matrix(const float* in, int64_t rows, int64_t cols, float* out, bool par) {
+  constexpr int64_t kRows = 64;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows)
+    transpose_words(in + r0 * cols, cols, static_cast<int>(std::min(kRows, rows - r0)), cols,
+                    out + r0, rows);
+}
+
 std::string sgemm_packed_config() {
   const Config& c = config();
   return std::string(c.isa) + " " + std::to_string(c.mr) + "x" + std::to_string(c.nr) + ", kc " +

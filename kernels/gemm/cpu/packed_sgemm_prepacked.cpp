@@ -124,39 +124,28 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
     }
   }
 #endif
-  if (bp) {
-    const int64_t nr = cf.nr;
-    for (int64_t jc = j0; jc < j1; jc += nb) {
-      const int64_t nvb = std::min(nb, j1 - jc), n_jr = ceil_div(nvb, nr);
-      // The block's B, chunk by chunk of the sum: chunk pc's slivers at bp + pc * n_jr * nr.
-      for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
-        const int64_t kc = std::min(kKcInPlace, k - pc);
-        pack_b(tb, b, ldb, pc, kc, jc, nvb, static_cast<int>(nr), 0, n_jr, bp + pc * n_jr * nr);
-      }
-      for (int64_t s = s0; s < s1; ++s) {
-        const float* as = P::data(a) + s * mr * k;
-        for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
-          const int64_t kc = std::min(kKcInPlace, k - pc);
-          for (int64_t jr = 0; jr < n_jr; ++jr) {
-            const int nv = static_cast<int>(std::min<int64_t>(nr, nvb - jr * nr));
-            cf.kernel(kc, as + pc * mr, mr, bp + pc * n_jr * nr + jr * nr * kc,
-                      c + P::row(a, s) + (jc + jr * nr) * ldc, ldc, alpha, pc == 0 ? beta : 1.0f,
-                      P::rows(a, s), nv);
-          }
-        }
-      }
-    }
-    return;
-  }
+  const int64_t nr = cf.nr;
   for (int64_t jc = j0; jc < j1; jc += nb) {
-    const int nv = static_cast<int>(std::min(nb, j1 - jc));
+    const int64_t nvb = std::min(nb, j1 - jc), n_jr = ceil_div(nvb, nr);
+    // Packed: the block's B, chunk by chunk of the sum (chunk pc's slivers at bp + pc * n_jr * nr).
+    for (int64_t pc = 0; bp && pc < k; pc += kKcInPlace)
+      pack_b(tb, b, ldb, pc, std::min(kKcInPlace, k - pc), jc, nvb, static_cast<int>(nr), 0, n_jr,
+             bp + pc * n_jr * nr);
     for (int64_t s = s0; s < s1; ++s) {
       const float* as = P::data(a) + s * mr * k;
       float* cs_tile = c + P::row(a, s) + jc * ldc;
       for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
         const int64_t kc = std::min(kKcInPlace, k - pc);
-        cf.in_place(kc, as + pc * mr, b + jc * cs + pc * ps, cs, ps, cs_tile, ldc, alpha,
-                    pc == 0 ? beta : 1.0f, P::rows(a, s), nv);
+        const float bt = pc == 0 ? beta : 1.0f;
+        if (!bp) {
+          cf.in_place(kc, as + pc * mr, b + jc * cs + pc * ps, cs, ps, cs_tile, ldc, alpha, bt,
+                      P::rows(a, s), static_cast<int>(nvb));
+          continue;
+        }
+        for (int64_t jr = 0; jr < n_jr; ++jr)
+          cf.kernel(kc, as + pc * mr, mr, bp + pc * n_jr * nr + jr * nr * kc,
+                    cs_tile + jr * nr * ldc, ldc, alpha, bt, P::rows(a, s),
+                    static_cast<int>(std::min<int64_t>(nr, nvb - jr * nr)));
       }
     }
   }

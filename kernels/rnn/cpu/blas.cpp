@@ -35,18 +35,6 @@ void sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
   sgemm_rowmajor(ta, false, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Row-major (rows x cols) -> (cols x rows), blocks of 64 rows in parallel, each through the
-// GEMM packs' blocked transposing copy. Element by element (each thread reading a column at a
-// stride of cols), the two transposes took most of an LSTM's weights in the step contract: 38 ms
-// a step for h1024 against oneDNN's 2.4 (Zen 5 family 26, 2 threads).
-void transpose(const float* in, int64_t rows, int64_t cols, float* out) {
-  constexpr int64_t kRows = 64;
-#pragma omp parallel for schedule(static)
-  for (int64_t r0 = 0; r0 < rows; r0 += kRows)
-    transpose_words(in + r0 * cols, cols, static_cast<int>(std::min(kRows, rows - r0)), cols,
-                    out + r0, rows);
-}
-
 // Each thread's hidden units [s[i], s[i + 1]), balanced in multiples of 16 (a vector of the
 // micro-kernel's rows, so that a share's last sliver is never a few rows padded to 48).
 std::vector<int64_t> hidden_split(int64_t h, int threads) {
@@ -183,8 +171,8 @@ class RnnCpuBlas : public StagedRnn {
     if (lowp_) return lowp_->weights();
     double t0 = now_seconds();
     const int64_t H = d_.h, GH = d_.gh();
-    transpose(w_->data(), GH, d_.i, wt_.data());
-    transpose(r_->data(), GH, H, rt_.data());
+    transpose_matrix(w_->data(), GH, d_.i, wt_.data());
+    transpose_matrix(r_->data(), GH, H, rt_.data());
     prepacked_ = sgemm_library() == "packed";
     // Thread s's groups: its units' rows of every gate (gate-major, so that the groups are in
     // order: group g * shares + s) for the forward, its rows of dh_{t-1} for the backward.
