@@ -95,8 +95,9 @@ TEST(RnnSmoke, ShrinkSaysWhatItScaled) {
 // across runs, state is reset), and the timing parts are reported.
 TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
   const PrimitiveInfo& prim = find_primitive("rnn");
-  for (const char* text : {"lstm_h19n3t4i7", "gru_h19n3t4", "rnn_h19n3t4", "lstm_h19n3t4dt=bf16",
-                           "gru_h19n3t4i7dt=u8s8", "lstm_h19n3t4i7dt=u8s8"})
+  // (lstm_h19n20t13i7: 260 input-projection columns, past cpu/blas's W packed once.)
+  for (const char* text : {"lstm_h19n3t4i7", "gru_h19n3t4", "rnn_h19n3t4", "lstm_h19n20t13i7",
+                           "lstm_h19n3t4dt=bf16", "gru_h19n3t4i7dt=u8s8", "lstm_h19n3t4i7dt=u8s8"})
     for (Dir dir : {Dir::fwd, Dir::bwd}) {
       if (dir == Dir::bwd && std::string(text).find("dt=") != std::string::npos) continue;
       auto p = prim.make(text, dir, 3);
@@ -120,6 +121,14 @@ TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
           for (const auto& [k, v] : r->extra_counters()) names.insert(k);
           EXPECT_TRUE(names.count("recurrent_ms")) << impl;
           EXPECT_TRUE(names.count(dir == Dir::fwd ? "input_proj_ms" : "weight_grad_ms")) << impl;
+        }
+        if (impl == "cpu/blas" && std::string(text).find("dt=") == std::string::npos) {
+          const RnnDesc d = RnnDesc::parse(text);
+          const bool packed_once = sgemm_library() == "packed" && d.t * d.n <= 256;
+          std::map<std::string, double> c;
+          for (const auto& [k, v] : r->extra_counters()) c[k] = v;
+          ASSERT_TRUE(c.count("w_prepacked"));
+          EXPECT_EQ(c["w_prepacked"], packed_once ? 1.0 : 0.0) << text;
         }
       }
     }

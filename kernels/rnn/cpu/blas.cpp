@@ -3,12 +3,12 @@
 // Backward: per step the pointwise derivatives and one sgemm to h_{t-1}; the weight gradients
 // are two large sgemms over all steps after the loop (DeepBench's scheme), and dx = G_w W a
 // third. With PRIMBENCH_SGEMM=packed (the default) the per-step products read R packed once in
-// weights() (SgemmPackedA, as oneDNN packs its RNN weights); openblas and blis are called as
-// before. With R prepacked, the recurrent loop runs in one parallel region: each thread owns a
-// share of the hidden units, computes its rows of every gate's product (SgemmPackedA's row
-// groups) and their pointwise pass, and the threads meet once per step (the next step needs
-// all of h_t; the backward's product needs every gate's derivative). A reduced data type
-// (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
+// weights() (SgemmPackedA, as oneDNN packs its RNN weights), and so does the input projection
+// where it has few columns; openblas and blis are called as before. With R prepacked, the recurrent
+// loop runs in one parallel region: each thread owns a share of the hidden units, computes its rows
+// of every gate's product (SgemmPackedA's row groups) and their pointwise pass, and the threads
+// meet once per step (the next step needs all of h_t; the backward's product needs every gate's
+// derivative). A reduced data type (dt=bf16, u8s8) runs blas_lowp.cpp's forward instead.
 #include <omp.h>
 
 #include <algorithm>
@@ -34,6 +34,9 @@ void sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
            int64_t ldb, float beta, float* c, int64_t ldc) {
   sgemm_rowmajor(ta, false, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
+
+// The most input-projection columns (steps x batch) for which W^T is packed once (load_weights).
+constexpr int64_t kInputPrepackMaxCols = 256;
 
 // Each thread's hidden units [s[i], s[i + 1]), balanced in multiples of 16 (a vector of the
 // micro-kernel's rows, so that a share's last sliver is never a few rows padded to 48).
@@ -140,7 +143,7 @@ class RnnCpuBlas : public StagedRnn {
     if (lowp_) return lowp_->workspace_bytes();
     return 4 * (wt_.size() + rt_.size() + xp_.size() + hs_.size() + cs_.size() + hr_.size() +
                 rh_.size() + gw_.size() + gr_.size() + wt_c_.size()) +
-           (prepacked_ ? rp_fwd_.bytes() + rp_bwd_.bytes() : 0);
+           (prepacked_ ? wp_.bytes() + rp_fwd_.bytes() + rp_bwd_.bytes() : 0);
   }
 
   std::vector<std::pair<std::string, double>> extra_counters() const override {
@@ -156,7 +159,8 @@ class RnnCpuBlas : public StagedRnn {
         {"pw_threads", prepacked_     ? split_.size() - 1.0
                        : parallel_pw_ ? 0.0 + threads()
                                       : 1.0},
-        {"r_prepacked", prepacked_ ? 1.0 : 0.0}};  // the per-step products read R packed once
+        {"r_prepacked", prepacked_ ? 1.0 : 0.0},     // the per-step products read R packed once
+        {"w_prepacked", wp_.groups() ? 1.0 : 0.0}};  // and the input projection W
     // bwd: the sgemms after the loop (dW, dR, db and dx), under the name they had before dx.
     v.emplace_back(dir_ == Dir::fwd ? "input_proj_ms" : "weight_grad_ms",
                    dir_ == Dir::fwd ? first_ms_ : last_ms_);
@@ -192,6 +196,15 @@ class RnnCpuBlas : public StagedRnn {
     else
       rp_bwd_ = SgemmPackedA();
     if (!prepacked_) rp_fwd_ = SgemmPackedA();
+    // W^T too, where the input projection has few columns (T*N): packing its 4H x I per call
+    // then cost as much as the product. Zen 3, 2 threads, LSTM h1024 t25 forward, ms (medians of
+    // 5-7 alternating runs, packed per call -> prepacked): n1 9.84 -> 9.21 (input projection 3.0
+    // -> 1.9), n4 14.7 -> 14.5, n8 27.4 -> 25.3; at 400 columns it lost (n16 49.9 -> 53.2,
+    // h1536 n8 t50 130.0 -> 134.9), A's slivers then streaming once per column block.
+    if (prepacked_ && d_.t * d_.n <= kInputPrepackMaxCols)
+      wp_.pack(false, GH, d_.i, wt_.data(), GH);
+    else
+      wp_ = SgemmPackedA();
     convert_ms_ = 1e3 * (now_seconds() - t0);
   }
   // The initial states into the state sequences.
@@ -232,7 +245,10 @@ class RnnCpuBlas : public StagedRnn {
   void forward() {
     const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh();
     double t0 = now_seconds();
-    sgemm(false, T * N, GH, d_.i, x_->data(), d_.i, wt_.data(), GH, 0.0f, xp_.data(), GH);
+    if (wp_.groups())
+      sgemm_prepacked(wp_, false, T * N, 1.0f, x_->data(), d_.i, 0.0f, xp_.data(), GH);
+    else
+      sgemm(false, T * N, GH, d_.i, x_->data(), d_.i, wt_.data(), GH, 0.0f, xp_.data(), GH);
     double t1 = now_seconds();
     if (prepacked_) {
       fused_forward();
@@ -437,6 +453,7 @@ class RnnCpuBlas : public StagedRnn {
   std::vector<float> wt_, rt_, xp_, hs_, cs_, hr_, rh_, gw_, gr_, dc_, dw_, dr_, db_, dx_;
   std::vector<float> wt_c_;  // dR^T or dW^T before its transpose (sgemm_tn)
   std::vector<float> dh_[2];
+  SgemmPackedA wp_;               // W^T packed for a narrow input projection
   SgemmPackedA rp_fwd_, rp_bwd_;  // R^T and R packed for the per-step products (prepacked_)
   std::vector<int64_t> split_;    // the threads' shares of the hidden units (prepacked_)
   int last_ = 0, runs_ = 0;
