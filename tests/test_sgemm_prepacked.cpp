@@ -119,35 +119,38 @@ TEST(SgemmPrepackedSmoke, ManyColumnsAndThreads) {
 
 // Row groups (an RNN's gates): each group's product writes its rows of C and no other; a group
 // starts its own sliver, so a group of rows not a multiple of mr leaves a short sliver inside A.
+// Its slivers in reverse order give the same C.
 TEST(SgemmPrepackedSmoke, RowGroupsWriteTheirRowsOnly) {
   const int64_t mr = sgemm_packed_blocking().mr;
-  for (bool ta : {false, true}) {
-    const int64_t h = mr + 3, m = 4 * h + 2;  // the last two rows in no group
-    const Case c{ta, false, m, 17, 129, 1.0f, 1.0f};
-    Operands o(c);
-    std::vector<float> want = o.c, got = o.c;
-    sgemm_packed(c.ta, c.tb, c.m, c.n, c.k, 1.0f, o.a.data(), o.lda, o.b.data(), o.ldb, 1.0f,
-                 want.data(), o.ldc);
-    std::vector<SgemmPackedA::Rows> groups;
-    for (int64_t g = 0; g < 4; ++g) groups.push_back({g * h, h});
-    SgemmPackedA pa;
-    pa.pack(c.ta, c.m, c.k, o.a.data(), o.lda, groups);
-    ASSERT_EQ(pa.groups(), 4u);
-    const SgemmPackedA copy = pa;  // a copy keeps the layout
-    // Threads that each own groups, as a caller splitting the gates would.
+  for (bool ta : {false, true})
+    for (bool reverse : {false, true})
+      for (int64_t n : {1, 17}) {
+        const int64_t h = 2 * mr + 3, m = 4 * h + 2;  // the last two rows in no group
+        const Case c{ta, false, m, n, 129, 1.0f, 1.0f};
+        Operands o(c);
+        std::vector<float> want = o.c, got = o.c;
+        sgemm_packed(c.ta, c.tb, c.m, c.n, c.k, 1.0f, o.a.data(), o.lda, o.b.data(), o.ldb, 1.0f,
+                     want.data(), o.ldc);
+        std::vector<SgemmPackedA::Rows> groups;
+        for (int64_t g = 0; g < 4; ++g) groups.push_back({g * h, h});
+        SgemmPackedA pa;
+        pa.pack(c.ta, c.m, c.k, o.a.data(), o.lda, groups);
+        ASSERT_EQ(pa.groups(), 4u);
+        const SgemmPackedA copy = pa;  // a copy keeps the layout
+        // Threads that each own groups, as a caller splitting the gates would.
 #pragma omp parallel for num_threads(2)
-    for (int g = 0; g < 4; ++g)
-      sgemm_prepacked(g % 2 ? copy : pa, g, false, c.n, 1.0f, o.b.data(), o.ldb, 1.0f, got.data(),
-                      o.ldc);
-    for (int64_t j = 0; j < c.n; ++j)
-      for (int64_t i = 0; i < o.ldc; ++i) {
-        const float before = o.c[i + j * o.ldc];
-        const float expect = i < 4 * h ? want[i + j * o.ldc] : before;
-        ASSERT_TRUE(same(got[i + j * o.ldc], expect))
-            << "C(" << i << "," << j << ") " << got[i + j * o.ldc] << " vs " << expect << " for "
-            << name(c) << " in groups of " << h;
+        for (int g = 0; g < 4; ++g)
+          sgemm_prepacked(g % 2 ? copy : pa, g, false, c.n, 1.0f, o.b.data(), o.ldb, 1.0f,
+                          got.data(), o.ldc, reverse);
+        for (int64_t j = 0; j < c.n; ++j)
+          for (int64_t i = 0; i < o.ldc; ++i) {
+            const float before = o.c[i + j * o.ldc];
+            const float expect = i < 4 * h ? want[i + j * o.ldc] : before;
+            ASSERT_TRUE(same(got[i + j * o.ldc], expect))
+                << "C(" << i << "," << j << ") " << got[i + j * o.ldc] << " vs " << expect
+                << " for " << name(c) << " in groups of " << h << (reverse ? ", reversed" : "");
+          }
       }
-  }
 }
 
 TEST(SgemmPrepackedSmoke, BadCallsNameTheField) {

@@ -59,9 +59,12 @@ class SgemmPackedA {
 // op(B) k x n read in place (B stored k x n with ldb, or n x k when tb), column-major C with
 // ldc; on the calling thread (for threads that each own groups, inside their parallel region).
 // Throws InputError naming the field for a group that is not there, n < 0 or a leading
-// dimension below op(B)'s or C's rows.
+// dimension below op(B)'s or C's rows. reverse: the group's slivers last to first (the same
+// result; a caller that streams A from memory every step alternates it, so that each step
+// starts on the rows the previous one left in the cache).
 void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
-                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                     bool reverse = false);
 // Every group, the slivers split over gemm_threads() threads.
 void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,
                      int64_t ldb, float beta, float* c, int64_t ldc);

@@ -92,7 +92,8 @@ namespace {
 
 // Slivers [s0, s1) of `a` x op(B)'s columns [j0, j1), on the calling thread.
 void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t j1, bool tb,
-             float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+             float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+             bool reverse) {
   using P = PrepackedAccess;
   const Config& cf = config();
   const int64_t k = a.k(), mr = P::mr(a);
@@ -131,7 +132,8 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
     for (int64_t pc = 0; bp && pc < k; pc += kKcInPlace)
       pack_b(tb, b, ldb, pc, std::min(kKcInPlace, k - pc), jc, nvb, static_cast<int>(nr), 0, n_jr,
              bp + pc * n_jr * nr);
-    for (int64_t s = s0; s < s1; ++s) {
+    for (int64_t i = s0; i < s1; ++i) {
+      const int64_t s = reverse ? s0 + s1 - 1 - i : i;
       const float* as = P::data(a) + s * mr * k;
       float* cs_tile = c + P::row(a, s) + jc * ldc;
       for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
@@ -174,25 +176,26 @@ void check_call(const SgemmPackedA& a, bool tb, int64_t n, int64_t ldb, int64_t 
 }
 
 void run_slivers(const SgemmPackedA& a, int64_t s0, int64_t s1, bool tb, int64_t n, float alpha,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 bool reverse = false) {
   if (n <= 0 || s1 <= s0) return;
   if (a.k() == 0 || alpha == 0.0f) {
     if (beta != 1.0f) scale_rows(a, s0, s1, n, beta, c, ldc);
     return;
   }
-  product(a, s0, s1, 0, n, tb, alpha, b, ldb, beta, c, ldc);
+  product(a, s0, s1, 0, n, tb, alpha, b, ldb, beta, c, ldc, reverse);
 }
 
 }  // namespace
 
 void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
-                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                     const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool reverse) {
   if (!a.groups()) throw InputError("a", "is not packed (SgemmPackedA::pack)");
   if (group >= a.groups())
     throw InputError("group", std::to_string(group) + " of " + std::to_string(a.groups()));
   check_call(a, tb, n, ldb, ldc);
   run_slivers(a, PrepackedAccess::first(a, group), PrepackedAccess::first(a, group + 1), tb, n,
-              alpha, b, ldb, beta, c, ldc);
+              alpha, b, ldb, beta, c, ldc, reverse);
 }
 
 void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,

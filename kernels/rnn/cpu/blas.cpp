@@ -302,7 +302,10 @@ class RnnCpuBlas : public StagedRnn {
 
   // The forward's steps in one parallel region (R prepacked): share s's rows of every gate's
   // product, then its units' pointwise pass for every sample, then one barrier per step. A
-  // team smaller than the shares (a nested region) takes several shares per thread.
+  // team smaller than the shares (a nested region) takes several shares per thread. Odd steps
+  // run the gates and their slivers last to first: R larger than the cache then starts each
+  // step on what the last one left there (forward ms, medians of 7 alternating runs, Zen 3:
+  // LSTM h1024 n1 t25 6.66 -> 6.35, h2048 n1 t25 52.7 -> 50.3, GRU h2048 n1 t187 280 -> 278).
   void fused_forward() {
     const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh(), G = d_.gates();
     const int shares = static_cast<int>(split_.size()) - 1;
@@ -313,10 +316,13 @@ class RnnCpuBlas : public StagedRnn {
       for (int64_t t = 0; t < T; ++t) {
         const float* hp = &hs_[t * N * H];
         float* c = gru ? hr_.data() : &xp_[t * N * GH];
+        const bool back = t % 2;
         for (int s = me; s < shares; s += team) {
-          for (int64_t g = 0; g < G; ++g)
+          for (int64_t i = 0; i < G; ++i) {
+            const int64_t g = back ? G - 1 - i : i;
             sgemm_prepacked(rp_fwd_, g * shares + s, false, N, 1.0f, hp, H, gru ? 0.0f : 1.0f, c,
-                            GH);
+                            GH, back);
+          }
           for (int64_t n = 0; n < N; ++n) pointwise_fwd(t, n, split_[s], split_[s + 1]);
         }
 #pragma omp barrier
@@ -325,7 +331,8 @@ class RnnCpuBlas : public StagedRnn {
   }
   // The backward's steps likewise: share s's pointwise derivatives for every sample, one
   // barrier (dh_{t-1}'s product sums over every gate), then its rows of dh_{t-1}, which the
-  // same share's next pointwise pass reads alone. Returns the index of dL/dh_0 in dh_.
+  // same share's next pointwise pass reads alone; odd steps reversed, as in the forward.
+  // Returns the index of dL/dh_0 in dh_.
   int fused_backward() {
     const int64_t T = d_.t, N = d_.n, H = d_.h, GH = d_.gh();
     const int shares = static_cast<int>(split_.size()) - 1;
@@ -342,7 +349,7 @@ class RnnCpuBlas : public StagedRnn {
 #pragma omp barrier
         for (int s = me; s < shares; s += team)
           sgemm_prepacked(rp_bwd_, s, false, N, 1.0f, gr_all + t * N * GH, GH, gru ? 1.0f : 0.0f,
-                          dhp, H);
+                          dhp, H, t % 2);
         cur = 1 - cur;
       }
     }
