@@ -90,6 +90,33 @@ void SgemmPackedA::pack(bool ta, int64_t m, int64_t k, const float* a, int64_t l
 
 namespace {
 
+#ifdef PB_X86
+// Slivers [s0, s1) of `a` x one column (b, its sum's elements bs apart) on the AVX2 path, S
+// slivers at a time (gemv_slivers_avx2); reverse: the last S first, and so on.
+void gemv(const SgemmPackedA& a, int64_t s0, int64_t s1, const float* b, int64_t bs, float alpha,
+          float beta, float* c, bool reverse) {
+  using P = PrepackedAccess;
+  constexpr int S = 4;
+  const int64_t k = a.k(), sf = P::mr(a) * k;
+  for (int64_t i = s0; i < s1; i += S) {
+    const int w = static_cast<int>(std::min<int64_t>(S, s1 - i));
+    const int64_t first = reverse ? s1 - w - (i - s0) : i;  // the lowest of the w
+    float* cp[S];
+    int mv[S];
+    for (int q = 0; q < w; ++q) cp[q] = c + P::row(a, first + q), mv[q] = P::rows(a, first + q);
+    const float* as = P::data(a) + first * sf;
+    if (w == 4)
+      gemv_slivers_avx2<4>(k, as, sf, b, bs, cp, mv, alpha, beta);
+    else if (w == 3)
+      gemv_slivers_avx2<3>(k, as, sf, b, bs, cp, mv, alpha, beta);
+    else if (w == 2)
+      gemv_slivers_avx2<2>(k, as, sf, b, bs, cp, mv, alpha, beta);
+    else
+      gemv_slivers_avx2<1>(k, as, sf, b, bs, cp, mv, alpha, beta);
+  }
+}
+#endif
+
 // Slivers [s0, s1) of `a` x op(B)'s columns [j0, j1), on the calling thread.
 void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t j1, bool tb,
              float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
@@ -114,6 +141,12 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
   // (42.6), h512 n16 12.0 -> 10.7 (11.7), h1024 n4 15.8 -> 13.9 (15.4); backward h1024 n64 355.6
   // -> 336.0 (339.9). With 1 or 2 columns a packed sliver computed 4 (h512 n1 1.79 -> 2.11, n2
   // 2.40 -> 3.31): those stay in place, as does the AVX-512 path (not measured there).
+#ifdef PB_X86
+  if (cf.kernel == kernel_avx2 && j1 - j0 == 1) {  // a GEMV: 4 slivers at a time (see there)
+    gemv(a, s0, s1, b + j0 * cs, ps, alpha, beta, c + j0 * ldc, reverse);
+    return;
+  }
+#endif
   static thread_local std::vector<float> b_own;
   float* bp = nullptr;
 #ifdef PB_X86
