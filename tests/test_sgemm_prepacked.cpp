@@ -119,7 +119,8 @@ TEST(SgemmPrepackedSmoke, ManyColumnsAndThreads) {
 
 // Row groups (an RNN's gates): each group's product writes its rows of C and no other; a group
 // starts its own sliver, so a group of rows not a multiple of mr leaves a short sliver inside A.
-// Its slivers in reverse order give the same C.
+// Its slivers in reverse order give the same C, and so do lists of groups on one thread (B
+// packed once for the list).
 TEST(SgemmPrepackedSmoke, RowGroupsWriteTheirRowsOnly) {
   const int64_t mr = sgemm_packed_blocking().mr;
   for (bool ta : {false, true})
@@ -142,14 +143,23 @@ TEST(SgemmPrepackedSmoke, RowGroupsWriteTheirRowsOnly) {
         for (int g = 0; g < 4; ++g)
           sgemm_prepacked(g % 2 ? copy : pa, g, false, c.n, 1.0f, o.b.data(), o.ldb, 1.0f,
                           got.data(), o.ldc, reverse);
-        for (int64_t j = 0; j < c.n; ++j)
-          for (int64_t i = 0; i < o.ldc; ++i) {
-            const float before = o.c[i + j * o.ldc];
-            const float expect = i < 4 * h ? want[i + j * o.ldc] : before;
-            ASSERT_TRUE(same(got[i + j * o.ldc], expect))
-                << "C(" << i << "," << j << ") " << got[i + j * o.ldc] << " vs " << expect
-                << " for " << name(c) << " in groups of " << h << (reverse ? ", reversed" : "");
-          }
+        // Each thread a list of groups, as a caller sharing every gate's rows would.
+        std::vector<float> listed = o.c;
+        const size_t lists[2][2] = {{0, 2}, {3, 1}};
+#pragma omp parallel for num_threads(2)
+        for (int t = 0; t < 2; ++t)
+          sgemm_prepacked(t ? copy : pa, lists[t], 2, false, c.n, 1.0f, o.b.data(), o.ldb, 1.0f,
+                          listed.data(), o.ldc, reverse);
+        for (const std::vector<float>* out : {&got, &listed})
+          for (int64_t j = 0; j < c.n; ++j)
+            for (int64_t i = 0; i < o.ldc; ++i) {
+              const float before = o.c[i + j * o.ldc];
+              const float expect = i < 4 * h ? want[i + j * o.ldc] : before;
+              ASSERT_TRUE(same((*out)[i + j * o.ldc], expect))
+                  << "C(" << i << "," << j << ") " << (*out)[i + j * o.ldc] << " vs " << expect
+                  << " for " << name(c) << " in groups of " << h << (reverse ? ", reversed" : "")
+                  << (out == &listed ? ", groups listed" : "");
+            }
       }
 }
 
@@ -185,6 +195,11 @@ TEST(SgemmPrepackedSmoke, BadCallsNameTheField) {
             "ldc");
   EXPECT_EQ(field([&] { sgemm_prepacked(pa, false, 4, 1.0f, b.data(), 4, 0.0f, c.data(), 8); }),
             "(none)");
+  const size_t listed[2] = {1, 2};
+  EXPECT_EQ(field([&] {
+              sgemm_prepacked(pa, listed, 2, false, 4, 1.0f, b.data(), 4, 0.0f, c.data(), 8);
+            }),
+            "group");
 }
 
 }  // namespace

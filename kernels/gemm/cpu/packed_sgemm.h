@@ -65,6 +65,12 @@ class SgemmPackedA {
 void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
                      const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      bool reverse = false);
+// Groups groups[0 .. n_groups) one after another on the calling thread, op(B) packed once for
+// all of them where the product packs it (an RNN step's gates: a thread's rows of each); reverse
+// runs the groups and their slivers last to first.
+void sgemm_prepacked(const SgemmPackedA& a, const size_t* groups, size_t n_groups, bool tb,
+                     int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc, bool reverse = false);
 // Every group, the slivers split over gemm_threads() threads.
 void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,
                      int64_t ldb, float beta, float* c, int64_t ldc);

@@ -90,14 +90,19 @@ void SgemmPackedA::pack(bool ta, int64_t m, int64_t k, const float* a, int64_t l
 
 namespace {
 
+// Sliver ranges [s0, s1) of a product; `reverse` runs the ranges and their slivers last to first.
+struct Span {
+  int64_t s0, s1;
+};
+
 #ifdef PB_X86
 // Slivers [s0, s1) of `a` x one column (b, its sum's elements bs apart) on the AVX2 path, S
 // slivers at a time (gemv_slivers_avx2); reverse: the last S first, and so on.
-void gemv(const SgemmPackedA& a, int64_t s0, int64_t s1, const float* b, int64_t bs, float alpha,
-          float beta, float* c, bool reverse) {
+void gemv(const SgemmPackedA& a, Span sp, const float* b, int64_t bs, float alpha, float beta,
+          float* c, bool reverse) {
   using P = PrepackedAccess;
   constexpr int S = 4;
-  const int64_t k = a.k(), sf = P::mr(a) * k;
+  const int64_t k = a.k(), sf = P::mr(a) * k, s0 = sp.s0, s1 = sp.s1;
   for (int64_t i = s0; i < s1; i += S) {
     const int w = static_cast<int>(std::min<int64_t>(S, s1 - i));
     const int64_t first = reverse ? s1 - w - (i - s0) : i;  // the lowest of the w
@@ -117,9 +122,10 @@ void gemv(const SgemmPackedA& a, int64_t s0, int64_t s1, const float* b, int64_t
 }
 #endif
 
-// Slivers [s0, s1) of `a` x op(B)'s columns [j0, j1), on the calling thread.
-void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t j1, bool tb,
-             float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+// The slivers of `spans` x op(B)'s columns [j0, j1), on the calling thread, B's column block
+// packed once for all of them.
+void product(const SgemmPackedA& a, const Span* spans, size_t n_spans, int64_t j0, int64_t j1,
+             bool tb, float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
              bool reverse) {
   using P = PrepackedAccess;
   const Config& cf = config();
@@ -143,7 +149,9 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
   // 2.40 -> 3.31): those stay in place, as does the AVX-512 path (not measured there).
 #ifdef PB_X86
   if (cf.kernel == kernel_avx2 && j1 - j0 == 1) {  // a GEMV: 4 slivers at a time (see there)
-    gemv(a, s0, s1, b + j0 * cs, ps, alpha, beta, c + j0 * ldc, reverse);
+    for (size_t i = 0; i < n_spans; ++i)
+      gemv(a, spans[reverse ? n_spans - 1 - i : i], b + j0 * cs, ps, alpha, beta, c + j0 * ldc,
+           reverse);
     return;
   }
 #endif
@@ -165,32 +173,32 @@ void product(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t j0, int64_t 
     for (int64_t pc = 0; bp && pc < k; pc += kKcInPlace)
       pack_b(tb, b, ldb, pc, std::min(kKcInPlace, k - pc), jc, nvb, static_cast<int>(nr), 0, n_jr,
              bp + pc * n_jr * nr);
-    for (int64_t i = s0; i < s1; ++i) {
-      const int64_t s = reverse ? s0 + s1 - 1 - i : i;
-      const float* as = P::data(a) + s * mr * k;
-      float* cs_tile = c + P::row(a, s) + jc * ldc;
-      for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
-        const int64_t kc = std::min(kKcInPlace, k - pc);
-        const float bt = pc == 0 ? beta : 1.0f;
-        if (!bp) {
-          cf.in_place(kc, as + pc * mr, b + jc * cs + pc * ps, cs, ps, cs_tile, ldc, alpha, bt,
-                      P::rows(a, s), static_cast<int>(nvb));
-          continue;
+    for (size_t si = 0; si < n_spans; ++si)
+      for (int64_t i = 0, n_sl = spans[si].s1 - spans[si].s0; i < n_sl; ++i) {
+        const int64_t s = reverse ? spans[n_spans - 1 - si].s1 - 1 - i : spans[si].s0 + i;
+        const float* as = P::data(a) + s * mr * k;
+        float* cs_tile = c + P::row(a, s) + jc * ldc;
+        for (int64_t pc = 0; pc < k; pc += kKcInPlace) {
+          const int64_t kc = std::min(kKcInPlace, k - pc);
+          const float bt = pc == 0 ? beta : 1.0f;
+          if (!bp) {
+            cf.in_place(kc, as + pc * mr, b + jc * cs + pc * ps, cs, ps, cs_tile, ldc, alpha, bt,
+                        P::rows(a, s), static_cast<int>(nvb));
+            continue;
+          }
+          for (int64_t jr = 0; jr < n_jr; ++jr)
+            cf.kernel(kc, as + pc * mr, mr, bp + pc * n_jr * nr + jr * nr * kc,
+                      cs_tile + jr * nr * ldc, ldc, alpha, bt, P::rows(a, s),
+                      static_cast<int>(std::min<int64_t>(nr, nvb - jr * nr)));
         }
-        for (int64_t jr = 0; jr < n_jr; ++jr)
-          cf.kernel(kc, as + pc * mr, mr, bp + pc * n_jr * nr + jr * nr * kc,
-                    cs_tile + jr * nr * ldc, ldc, alpha, bt, P::rows(a, s),
-                    static_cast<int>(std::min<int64_t>(nr, nvb - jr * nr)));
       }
-    }
   }
 }
 
-// C rows of slivers [s0, s1) = beta * C (k == 0 or alpha == 0).
-void scale_rows(const SgemmPackedA& a, int64_t s0, int64_t s1, int64_t n, float beta, float* c,
-                int64_t ldc) {
+// C rows of slivers [sp.s0, sp.s1) = beta * C (k == 0 or alpha == 0).
+void scale_rows(const SgemmPackedA& a, Span sp, int64_t n, float beta, float* c, int64_t ldc) {
   using P = PrepackedAccess;
-  for (int64_t s = s0; s < s1; ++s)
+  for (int64_t s = sp.s0; s < sp.s1; ++s)
     for (int64_t j = 0; j < n; ++j) {
       float* cj = c + P::row(a, s) + j * ldc;
       for (int i = 0; i < P::rows(a, s); ++i) cj[i] = beta == 0.0f ? 0.0f : beta * cj[i];
@@ -208,27 +216,39 @@ void check_call(const SgemmPackedA& a, bool tb, int64_t n, int64_t ldb, int64_t 
                      std::to_string(ldc) + " is below C's " + std::to_string(a.m()) + " rows");
 }
 
-void run_slivers(const SgemmPackedA& a, int64_t s0, int64_t s1, bool tb, int64_t n, float alpha,
-                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+void run_slivers(const SgemmPackedA& a, const Span* spans, size_t n_spans, bool tb, int64_t n,
+                 float alpha, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                  bool reverse = false) {
-  if (n <= 0 || s1 <= s0) return;
+  if (n <= 0 || !n_spans) return;
   if (a.k() == 0 || alpha == 0.0f) {
-    if (beta != 1.0f) scale_rows(a, s0, s1, n, beta, c, ldc);
+    if (beta != 1.0f)
+      for (size_t i = 0; i < n_spans; ++i) scale_rows(a, spans[i], n, beta, c, ldc);
     return;
   }
-  product(a, s0, s1, 0, n, tb, alpha, b, ldb, beta, c, ldc, reverse);
+  product(a, spans, n_spans, 0, n, tb, alpha, b, ldb, beta, c, ldc, reverse);
 }
 
 }  // namespace
 
 void sgemm_prepacked(const SgemmPackedA& a, size_t group, bool tb, int64_t n, float alpha,
                      const float* b, int64_t ldb, float beta, float* c, int64_t ldc, bool reverse) {
+  sgemm_prepacked(a, &group, 1, tb, n, alpha, b, ldb, beta, c, ldc, reverse);
+}
+
+void sgemm_prepacked(const SgemmPackedA& a, const size_t* groups, size_t n_groups, bool tb,
+                     int64_t n, float alpha, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc, bool reverse) {
   if (!a.groups()) throw InputError("a", "is not packed (SgemmPackedA::pack)");
-  if (group >= a.groups())
-    throw InputError("group", std::to_string(group) + " of " + std::to_string(a.groups()));
+  static thread_local std::vector<Span> spans;  // no allocation once warm
+  spans.clear();
+  for (size_t i = 0; i < n_groups; ++i) {
+    if (groups[i] >= a.groups())
+      throw InputError("group", std::to_string(groups[i]) + " of " + std::to_string(a.groups()));
+    spans.push_back(
+        {PrepackedAccess::first(a, groups[i]), PrepackedAccess::first(a, groups[i] + 1)});
+  }
   check_call(a, tb, n, ldb, ldc);
-  run_slivers(a, PrepackedAccess::first(a, group), PrepackedAccess::first(a, group + 1), tb, n,
-              alpha, b, ldb, beta, c, ldc, reverse);
+  run_slivers(a, spans.data(), spans.size(), tb, n, alpha, b, ldb, beta, c, ldc, reverse);
 }
 
 void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, const float* b,
@@ -238,11 +258,15 @@ void sgemm_prepacked(const SgemmPackedA& a, bool tb, int64_t n, float alpha, con
   const int64_t n_sl = PrepackedAccess::first(a, a.groups());
   const int nt = static_cast<int>(
       std::min<int64_t>(gemm_threads(n_sl * PrepackedAccess::mr(a), n, a.k()), n_sl));
-  if (nt <= 1) return run_slivers(a, 0, n_sl, tb, n, alpha, b, ldb, beta, c, ldc);
+  if (nt <= 1) {
+    const Span all{0, n_sl};
+    return run_slivers(a, &all, 1, tb, n, alpha, b, ldb, beta, c, ldc);
+  }
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num();
-    run_slivers(a, n_sl * t / nt, n_sl * (t + 1) / nt, tb, n, alpha, b, ldb, beta, c, ldc);
+    const Span mine{n_sl * t / nt, n_sl * (t + 1) / nt};
+    run_slivers(a, &mine, mine.s1 > mine.s0 ? 1 : 0, tb, n, alpha, b, ldb, beta, c, ldc);
   }
 }
 

@@ -188,6 +188,9 @@ class RnnCpuBlas : public StagedRnn {
         fwd_groups.push_back({g * H + split_[s], split_[s + 1] - split_[s]});
     for (int64_t s = 0; s < shares; ++s)
       bwd_groups.push_back({split_[s], split_[s + 1] - split_[s]});
+    share_groups_.assign(shares, {});
+    for (int64_t s = 0; s < shares; ++s)
+      for (int64_t g = 0; g < d_.gates(); ++g) share_groups_[s].push_back(g * shares + s);
     // Packed again in place on every call (a training step: no allocation once warm); nothing
     // is kept from a plan of another direction or library.
     if (prepacked_) rp_fwd_.pack(false, GH, H, rt_.data(), GH, fwd_groups);
@@ -316,13 +319,9 @@ class RnnCpuBlas : public StagedRnn {
       for (int64_t t = 0; t < T; ++t) {
         const float* hp = &hs_[t * N * H];
         float* c = gru ? hr_.data() : &xp_[t * N * GH];
-        const bool back = t % 2;
         for (int s = me; s < shares; s += team) {
-          for (int64_t i = 0; i < G; ++i) {
-            const int64_t g = back ? G - 1 - i : i;
-            sgemm_prepacked(rp_fwd_, g * shares + s, false, N, 1.0f, hp, H, gru ? 0.0f : 1.0f, c,
-                            GH, back);
-          }
+          sgemm_prepacked(rp_fwd_, share_groups_[s].data(), G, false, N, 1.0f, hp, H,
+                          gru ? 0.0f : 1.0f, c, GH, t % 2);
           for (int64_t n = 0; n < N; ++n) pointwise_fwd(t, n, split_[s], split_[s + 1]);
         }
 #pragma omp barrier
@@ -463,6 +462,7 @@ class RnnCpuBlas : public StagedRnn {
   SgemmPackedA wp_;               // W^T packed for a narrow input projection
   SgemmPackedA rp_fwd_, rp_bwd_;  // R^T and R packed for the per-step products (prepacked_)
   std::vector<int64_t> split_;    // the threads' shares of the hidden units (prepacked_)
+  std::vector<std::vector<size_t>> share_groups_;  // share s's groups of rp_fwd_ (every gate)
   int last_ = 0, runs_ = 0;
   bool parallel_pw_ = false, prepacked_ = false, paired_ = false;
   double paired_ratio_ = 0;
