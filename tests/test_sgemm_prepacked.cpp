@@ -125,7 +125,7 @@ TEST(SgemmPrepackedSmoke, RowGroupsWriteTheirRowsOnly) {
   const int64_t mr = sgemm_packed_blocking().mr;
   for (bool ta : {false, true})
     for (bool reverse : {false, true})
-      for (int64_t n : {1, 17}) {
+      for (int64_t n : {1, 2, 17}) {
         const int64_t h = 2 * mr + 3, m = 4 * h + 2;  // the last two rows in no group
         const Case c{ta, false, m, n, 129, 1.0f, 1.0f};
         Operands o(c);

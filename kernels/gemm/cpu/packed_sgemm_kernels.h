@@ -353,51 +353,64 @@ __attribute__((target("avx2,fma"))) inline void in_place_avx2(int64_t kc, const 
   else
     columns_avx2<1>(kc, a, b, cs, ps, c, ldc, alpha, beta, mv, nv);
 }
-// One column (a GEMV: an RNN's step at batch 1) over S packed 24-row slivers at once, each a
-// stream of its own (sliver s at a + s * sliver_floats), over the whole sum: c_s (rows mv[s],
-// column-major at c[s]) = alpha * A_s b + beta * c_s (beta == 0: C is not read). One core read
-// a 48 MB packed R at 15.8 GB/s as one stream, where oneDNN's GEMV read it at 26; a read test
-// gave 19 GB/s with one stream and 27-31 with four (Zen 3), the hardware prefetcher keeping more
-// lines in flight. S * 3 accumulators: 12 independent FMA chains at S = 4.
-template <int S>
-__attribute__((target("avx2,fma"))) inline void gemv_slivers_avx2(int64_t k, const float* a,
-                                                                  int64_t sliver_floats,
-                                                                  const float* b, int64_t bs,
-                                                                  float* const* c, const int* mv,
-                                                                  float alpha, float beta) {
+// One or two columns (a GEMV: an RNN's step at batch 1 or 2) over S packed 24-row slivers at
+// once, each a stream of its own (sliver s at a + s * sliver_floats), over the whole sum: c_s
+// (rows mv[s], column j at c[s] + j * ldc) = alpha * A_s B + beta * c_s (beta == 0: C is not
+// read), B(p, j) at b[p * bs + j * bcs]. One core read a 48 MB packed R at 15.8 GB/s as one
+// stream, where oneDNN's GEMV read it at 26; a read test gave 19 GB/s with one stream and 27-31
+// with four (Zen 3), the hardware prefetcher keeping more lines in flight. S * NC * 3
+// accumulators: 12 independent FMA chains at S = 4 (NC = 1) and S = 2 (NC = 2).
+template <int S, int NC>
+__attribute__((target("avx2,fma"))) inline void gemv_slivers_avx2(
+    int64_t k, const float* a, int64_t sliver_floats, const float* b, int64_t bs, int64_t bcs,
+    float* const* c, int64_t ldc, const int* mv, float alpha, float beta) {
+  // alpha and beta through memory, as in tile_avx2: kept in registers across the sum, they
+  // left GCC one short at NC = 2, and it spilled an accumulator on every step.
+  float alpha_m = alpha, beta_m = beta;
+  asm volatile("" : "+m"(alpha_m), "+m"(beta_m));
   constexpr int V = kMr256 / 8;
-  __m256 acc[S][V];
+  __m256 acc[S][NC][V];
 #pragma GCC unroll 4
   for (int s = 0; s < S; ++s)
+#pragma GCC unroll 2
+    for (int j = 0; j < NC; ++j)
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) acc[s][v] = _mm256_setzero_ps();
+      for (int v = 0; v < V; ++v) acc[s][j][v] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    const __m256 bp = _mm256_set1_ps(b[p * bs]);
+    __m256 bp[NC];
+#pragma GCC unroll 2
+    for (int j = 0; j < NC; ++j) bp[j] = _mm256_set1_ps(b[p * bs + j * bcs]);
     const float* ap = a + p * kMr256;
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s)
 #pragma GCC unroll 3
       for (int v = 0; v < V; ++v)
-        acc[s][v] = _mm256_fmadd_ps(_mm256_loadu_ps(ap + s * sliver_floats + 8 * v), bp, acc[s][v]);
+#pragma GCC unroll 2
+        for (int j = 0; j < NC; ++j)  // (A's vector a memory operand of each FMA: a register
+                                      // for it made GCC spill an accumulator at NC = 2)
+          acc[s][j][v] =
+              _mm256_fmadd_ps(_mm256_loadu_ps(ap + s * sliver_floats + 8 * v), bp[j], acc[s][j][v]);
   }
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const __m256 va = _mm256_set1_ps(alpha_m), vb = _mm256_set1_ps(beta_m);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 4
   for (int s = 0; s < S; ++s)
+#pragma GCC unroll 2
+    for (int j = 0; j < NC; ++j)
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) {
-      if (mv[s] <= 8 * v) break;
-      float* cv = c[s] + 8 * v;
-      __m256 r = _mm256_mul_ps(va, acc[s][v]);
-      if (mv[s] - 8 * v >= 8) {
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cv), r);
-        _mm256_storeu_ps(cv, r);
-      } else {
-        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv[s] - 8 * v), lane);
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, m), r);
-        _mm256_maskstore_ps(cv, m, r);
+      for (int v = 0; v < V; ++v) {
+        if (mv[s] <= 8 * v) break;
+        float* cv = c[s] + j * ldc + 8 * v;
+        __m256 r = _mm256_mul_ps(va, acc[s][j][v]);
+        if (mv[s] - 8 * v >= 8) {
+          if (beta_m != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cv), r);
+          _mm256_storeu_ps(cv, r);
+        } else {
+          const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv[s] - 8 * v), lane);
+          if (beta_m != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, m), r);
+          _mm256_maskstore_ps(cv, m, r);
+        }
       }
-    }
 }
 #endif
 

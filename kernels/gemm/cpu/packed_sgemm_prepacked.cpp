@@ -96,12 +96,12 @@ struct Span {
 };
 
 #ifdef PB_X86
-// Slivers [s0, s1) of `a` x one column (b, its sum's elements bs apart) on the AVX2 path, S
-// slivers at a time (gemv_slivers_avx2); reverse: the last S first, and so on.
-void gemv(const SgemmPackedA& a, Span sp, const float* b, int64_t bs, float alpha, float beta,
-          float* c, bool reverse) {
+// Slivers sp of `a` x NC columns (B(p, j) at b[p * bs + j * bcs], C's column j at c + j * ldc)
+// on the AVX2 path, S slivers at a time (gemv_slivers_avx2); reverse: the last S first, and so on.
+template <int S, int NC>
+void gemv(const SgemmPackedA& a, Span sp, const float* b, int64_t bs, int64_t bcs, float alpha,
+          float beta, float* c, int64_t ldc, bool reverse) {
   using P = PrepackedAccess;
-  constexpr int S = 4;
   const int64_t k = a.k(), sf = P::mr(a) * k, s0 = sp.s0, s1 = sp.s1;
   for (int64_t i = s0; i < s1; i += S) {
     const int w = static_cast<int>(std::min<int64_t>(S, s1 - i));
@@ -110,14 +110,13 @@ void gemv(const SgemmPackedA& a, Span sp, const float* b, int64_t bs, float alph
     int mv[S];
     for (int q = 0; q < w; ++q) cp[q] = c + P::row(a, first + q), mv[q] = P::rows(a, first + q);
     const float* as = P::data(a) + first * sf;
-    if (w == 4)
-      gemv_slivers_avx2<4>(k, as, sf, b, bs, cp, mv, alpha, beta);
-    else if (w == 3)
-      gemv_slivers_avx2<3>(k, as, sf, b, bs, cp, mv, alpha, beta);
-    else if (w == 2)
-      gemv_slivers_avx2<2>(k, as, sf, b, bs, cp, mv, alpha, beta);
+    if (w == S)
+      gemv_slivers_avx2<S, NC>(k, as, sf, b, bs, bcs, cp, ldc, mv, alpha, beta);
+    else if (w >= 2)  // S is 4 or 2: 2 or 3 slivers left
+      (w == 3 ? gemv_slivers_avx2<3, NC> : gemv_slivers_avx2<2, NC>)(k, as, sf, b, bs, bcs, cp, ldc,
+                                                                     mv, alpha, beta);
     else
-      gemv_slivers_avx2<1>(k, as, sf, b, bs, cp, mv, alpha, beta);
+      gemv_slivers_avx2<1, NC>(k, as, sf, b, bs, bcs, cp, ldc, mv, alpha, beta);
   }
 }
 #endif
@@ -146,12 +145,17 @@ void product(const SgemmPackedA& a, const Span* spans, size_t n_spans, int64_t j
   // alternating runs; onednn/auto): h1024 n64 t25 193.3 -> 170.2 (160.9), h512 n64 47.3 -> 42.6
   // (42.6), h512 n16 12.0 -> 10.7 (11.7), h1024 n4 15.8 -> 13.9 (15.4); backward h1024 n64 355.6
   // -> 336.0 (339.9). With 1 or 2 columns a packed sliver computed 4 (h512 n1 1.79 -> 2.11, n2
-  // 2.40 -> 3.31): those stay in place, as does the AVX-512 path (not measured there).
+  // 2.40 -> 3.31): those read B in place, several slivers at a time (gemv). The AVX-512 path
+  // reads B in place throughout (not measured there).
 #ifdef PB_X86
-  if (cf.kernel == kernel_avx2 && j1 - j0 == 1) {  // a GEMV: 4 slivers at a time (see there)
-    for (size_t i = 0; i < n_spans; ++i)
-      gemv(a, spans[reverse ? n_spans - 1 - i : i], b + j0 * cs, ps, alpha, beta, c + j0 * ldc,
-           reverse);
+  if (cf.kernel == kernel_avx2 && j1 - j0 <= 2) {  // a GEMV: 4 or 2 slivers at a time
+    for (size_t i = 0; i < n_spans; ++i) {
+      const Span sp = spans[reverse ? n_spans - 1 - i : i];
+      if (j1 - j0 == 1)
+        gemv<4, 1>(a, sp, b + j0 * cs, ps, cs, alpha, beta, c + j0 * ldc, ldc, reverse);
+      else
+        gemv<2, 2>(a, sp, b + j0 * cs, ps, cs, alpha, beta, c + j0 * ldc, ldc, reverse);
+    }
     return;
   }
 #endif
