@@ -118,6 +118,10 @@ TEST(VmathSmoke, SaturatesAndKeepsSpecialValues) {
   EXPECT_EQ(s[0], 0.0f);
   EXPECT_EQ(s[6], 1.0f);
   EXPECT_EQ(s[2], 0.5f);
+  EXPECT_EQ(s[7], 1.0f);
+  EXPECT_EQ(s[8], 0.0f);
+  // A denormal result, 1 / (1 + e^88): exp's scale in two factors reaches it.
+  EXPECT_NEAR(s[1] / (1.0 / (1.0 + std::exp(88.0))), 1.0, 1e-5);
   EXPECT_EQ(t[0], -1.0f);
   EXPECT_EQ(t[6], 1.0f);
   EXPECT_EQ(t[7], 1.0f);
