@@ -154,7 +154,8 @@ const std::vector<Row> kTable = {
      "sums dy and dy*xhat likewise"},
     {"act", "*", 0, 2e-6,
      "ReLU on integers is exact; exp/tanh approximations (cpu/native: SLEEF's expf at 1.0 ULP, "
-     "sigmoid <= 3 ULP (on AVX2 on our own exp, 1.01 ULP, measured 2.48 ULP), tanh <= 1.4 ULP "
+     "sigmoid <= 3 ULP (on AVX2 the sigmoid and the softmax on our own exp, 1.01 ULP; the "
+     "sigmoid measured 2.48 ULP), tanh <= 1.4 ULP "
      "on AVX-512 (own piecewise polynomial) and SLEEF's "
      "tanhf at 3.5 ULP elsewhere, pinned by VmathSmoke; OpenCL and oneDNN: "
      "their own, ~1-3 ULP), the softmax division and its sum over <= ~1e4 classes "
