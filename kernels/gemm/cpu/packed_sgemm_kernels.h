@@ -243,9 +243,10 @@ __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const floa
       _mm_prefetch(reinterpret_cast<const char*>(c + j * ldc + 8 * v), _MM_HINT_T0);
   int64_t p0 = 0;
   if constexpr (NB == 1) {
-    // One column (a GEMV: an RNN's step at batch 1): each accumulator takes one FMA a step, so
-    // their 4-cycle latency held the loop to 3 vectors of A every 4 cycles, half what L3 can
-    // feed. Two partial sums over alternate steps halve that chain.
+    // One column (a GEMV, or a product's last column): each accumulator takes one FMA a step,
+    // so their 4-cycle latency held the loop to 3 vectors of A every 4 cycles, half what L3 can
+    // feed. Two partial sums over alternate steps halve that chain. (The prepacked products'
+    // GEMVs, an RNN's steps at batch 1 and 2, run gemv_slivers_avx2 below.)
     __m256 acc2[V];
 #pragma GCC unroll 3
     for (int v = 0; v < V; ++v) acc2[v] = _mm256_setzero_ps();
@@ -386,8 +387,7 @@ __attribute__((target("avx2,fma"))) inline void gemv_slivers_avx2(
 #pragma GCC unroll 3
       for (int v = 0; v < V; ++v)
 #pragma GCC unroll 2
-        for (int j = 0; j < NC; ++j)  // (A's vector a memory operand of each FMA: a register
-                                      // for it made GCC spill an accumulator at NC = 2)
+        for (int j = 0; j < NC; ++j)  // (A's vector read by each FMA: from L1 at NC = 2)
           acc[s][j][v] =
               _mm256_fmadd_ps(_mm256_loadu_ps(ap + s * sliver_floats + 8 * v), bp[j], acc[s][j][v]);
   }
