@@ -1,7 +1,9 @@
 // RNN checks beyond the conformance sweep: descriptor grammar and errors, the shrink hook's tags,
 // repeated runs giving the same result, and the timing counters the issue asks for.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -131,6 +133,27 @@ TEST(RnnSmoke, RepeatedRunsAgreeAndReportParts) {
           EXPECT_EQ(c["w_prepacked"], packed_once ? 1.0 : 0.0) << text;
         }
       }
+    }
+}
+
+// cpu/blas's fused step loops run on every thread (up to one per 16 hidden units) once R has
+// 16K floats, however small one step's product (a GEMV at batch 1), and on one thread below.
+TEST(RnnSmoke, BlasStepLoopsSplitLargeWeights) {
+  if (sgemm_library() != "packed" || omp_get_max_threads() < 2)
+    GTEST_SKIP() << "the fused loops run with PRIMBENCH_SGEMM=packed on 2 or more threads";
+  const PrimitiveInfo& prim = find_primitive("rnn");
+  const double all = std::min(omp_get_max_threads(), 4);  // h64: 4 units of 16
+  for (const auto& [text, want] : {std::pair{"lstm_h64n1t3", all}, std::pair{"rnn_h32n1t3", 1.0}})
+    for (Dir dir : {Dir::fwd, Dir::bwd}) {
+      auto p = prim.make(text, dir, 3);
+      std::string why;
+      auto r = p->runner("cpu/blas", &why);
+      ASSERT_TRUE(r) << why;
+      Measured m = measure(*p, *r, 0, true, INFINITY);
+      EXPECT_TRUE(m.check.pass) << text << " " << m.check.summary();
+      std::map<std::string, double> c;
+      for (const auto& [k, v] : r->extra_counters()) c[k] = v;
+      EXPECT_EQ(c["pw_threads"], want) << text << (dir == Dir::fwd ? " fwd" : " bwd");
     }
 }
 

@@ -38,6 +38,19 @@ void sgemm(bool ta, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda
 // The most input-projection columns (steps x batch) for which W^T is packed once (load_weights).
 constexpr int64_t kInputPrepackMaxCols = 256;
 
+// The fused loops' threads: all of them where R has at least 16K floats (64 KB), else as
+// gemm_threads() sizes one step's product. Below 2 MFLOP that keeps one thread, but the loops
+// pay no fork per step, only a barrier, and two cores stream R from two caches. Zen 3, forward
+// ms, medians of 5 alternating runs, one thread -> two (onednn/auto): LSTM h256 n1 t150 3.38 ->
+// 2.26 (2.5-3.6), h256 n2 t150 4.32 -> 2.70 (3.44), h128 n1 t100 0.63 -> 0.40 (0.62), h64 n2 t100
+// 0.40 -> 0.30 (0.46), GRU h512 n1 t1 0.118 -> 0.105 (0.153); with smaller R two lost (vanilla
+// h64 n1 t96 0.078 -> 0.089, h32 n1 t672 0.302 -> 0.311).
+int step_threads(const RnnDesc& d) {
+  constexpr int64_t kSplitMinWeights = 16 << 10;
+  if (d.gh() * d.h >= kSplitMinWeights) return omp_in_parallel() ? 1 : omp_get_max_threads();
+  return gemm_threads(d.gh(), d.n, d.h);
+}
+
 // Each thread's hidden units [s[i], s[i + 1]), balanced in multiples of 16 (a vector of the
 // micro-kernel's rows, so that a share's last sliver is never a few rows padded to 48).
 std::vector<int64_t> hidden_split(int64_t h, int threads) {
@@ -180,7 +193,7 @@ class RnnCpuBlas : public StagedRnn {
     prepacked_ = sgemm_library() == "packed";
     // Thread s's groups: its units' rows of every gate (gate-major, so that the groups are in
     // order: group g * shares + s) for the forward, its rows of dh_{t-1} for the backward.
-    split_ = hidden_split(H, gemm_threads(GH, d_.n, H));
+    split_ = hidden_split(H, step_threads(d_));
     const int64_t shares = static_cast<int64_t>(split_.size()) - 1;
     std::vector<SgemmPackedA::Rows> fwd_groups, bwd_groups;
     for (int64_t g = 0; g < d_.gates(); ++g)
