@@ -162,12 +162,13 @@ struct Scalar {
   static T tanh(T v) { return Sleef_tanhf_u35(v); }
 };
 
-// out[i] = f(a[i], b[i]) for full vectors, then the tail through zero-padded buffers. `b` may
-// be null (unary functions get a zero vector). nt: non-temporal stores (out must then be aligned
-// to the vector; else plain stores), for outputs larger than the caches: they skip reading the
-// destination lines in first, a third of the traffic of a unary function.
+// out[i] = f(a[i], b[i]) for full vectors, then the tail through buffers padded with `pad` (a)
+// and zeros (b). `b` may be null (unary functions get a zero vector). nt: non-temporal stores (out
+// must then be aligned to the vector; else plain stores), for outputs larger than the caches: they
+// skip reading the destination lines in first, a third of the traffic of a unary function.
 template <class L, class F>
-void map2(const float* a, const float* b, float* out, int64_t n, F f, bool nt = false) {
+void map2(const float* a, const float* b, float* out, int64_t n, F f, bool nt = false,
+          float pad = 0.0f) {
   int64_t i = 0;
   const typename L::T zero = L::set1(0.0f);
   if (nt && reinterpret_cast<uintptr_t>(out) % (L::W * sizeof(float)) == 0) {
@@ -179,7 +180,8 @@ void map2(const float* a, const float* b, float* out, int64_t n, F f, bool nt = 
   }
   for (; i + L::W <= n; i += L::W) L::store(out + i, f(L::load(a + i), b ? L::load(b + i) : zero));
   if (i == n) return;
-  float ta[L::W] = {}, tb[L::W] = {}, to[L::W];
+  float ta[L::W], tb[L::W] = {}, to[L::W];
+  std::fill(ta, ta + L::W, pad);
   std::memcpy(ta, a + i, (n - i) * sizeof(float));
   if (b) std::memcpy(tb, b + i, (n - i) * sizeof(float));
   L::store(to, f(L::load(ta), L::load(tb)));
@@ -215,23 +217,16 @@ struct Funcs {
     double sum = 0;
     float lanes[L::W];
     for (int64_t b = 0; b < n; b += kBlock) {
-      const int64_t len = std::min(kBlock, n - b);
       T acc = L::set1(0.0f);
-      int64_t i = 0;
-      for (; i + L::W <= len; i += L::W) {
-        const T e = L::own_exp(L::load(x + b + i) - s);
-        L::store(y + b + i, e);
-        acc += e;
-      }
-      if (i < len) {  // the tail, padded with -inf: its exponentials are 0
-        float t[L::W];
-        std::fill(t, t + L::W, -INFINITY);
-        std::memcpy(t, x + b + i, (len - i) * sizeof(float));
-        const T e = L::own_exp(L::load(t) - s);
-        acc += e;
-        L::store(t, e);
-        std::memcpy(y + b + i, t, (len - i) * sizeof(float));
-      }
+      // (The tail padded with -inf: its exponentials are 0.)
+      map2<L>(
+          x + b, nullptr, y + b, std::min(kBlock, n - b),
+          [s, &acc](T v, T) {
+            const T e = L::own_exp(v - s);
+            acc += e;
+            return e;
+          },
+          false, -INFINITY);
       L::store(lanes, acc);
       for (int l = 0; l < L::W; ++l) sum += lanes[l];
     }

@@ -218,6 +218,22 @@ __attribute__((target("avx512f,fma"))) inline void in_place_avx512(int64_t kc, c
 
 constexpr int kMr256 = 24, kNr256 = 4;
 
+// C's 8 rows at cv (only the first `rows` when fewer) = va * acc + vb * C (beta == 0: C is not
+// read); `lane` holds 0..7.
+__attribute__((target("avx2,fma"))) inline void store_rows_avx2(float* cv, __m256 acc, __m256 va,
+                                                                __m256 vb, float beta, int rows,
+                                                                __m256i lane) {
+  __m256 r = _mm256_mul_ps(va, acc);
+  if (rows >= 8) {
+    if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cv), r);
+    _mm256_storeu_ps(cv, r);
+  } else {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), lane);
+    if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, m), r);
+    _mm256_maskstore_ps(cv, m, r);
+  }
+}
+
 // V vectors of 8 rows (3: the full 24-row sliver), NB <= 4 columns, as tile_avx512; rows past
 // mv are masked off.
 template <int V, int NB, class B>
@@ -297,17 +313,8 @@ __attribute__((target("avx2,fma"))) inline void tile_avx2(int64_t kc, const floa
     if (j >= nv) break;
     float* cj = c + j * ldc;
 #pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) {
-      __m256 r = _mm256_mul_ps(va, acc[j][v]);
-      if (mv - 8 * v >= 8) {
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cj + 8 * v), r);
-        _mm256_storeu_ps(cj + 8 * v, r);
-      } else {
-        const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv - 8 * v), lane);
-        if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cj + 8 * v, k), r);
-        _mm256_maskstore_ps(cj + 8 * v, k, r);
-      }
-    }
+    for (int v = 0; v < V; ++v)
+      store_rows_avx2(cj + 8 * v, acc[j][v], va, vb, beta, mv - 8 * v, lane);
   }
 }
 
@@ -400,16 +407,7 @@ __attribute__((target("avx2,fma"))) inline void gemv_slivers_avx2(
 #pragma GCC unroll 3
       for (int v = 0; v < V; ++v) {
         if (mv[s] <= 8 * v) break;
-        float* cv = c[s] + j * ldc + 8 * v;
-        __m256 r = _mm256_mul_ps(va, acc[s][j][v]);
-        if (mv[s] - 8 * v >= 8) {
-          if (beta_m != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cv), r);
-          _mm256_storeu_ps(cv, r);
-        } else {
-          const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(mv[s] - 8 * v), lane);
-          if (beta_m != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cv, m), r);
-          _mm256_maskstore_ps(cv, m, r);
-        }
+        store_rows_avx2(c[s] + j * ldc + 8 * v, acc[s][j][v], va, vb, beta_m, mv[s] - 8 * v, lane);
       }
 }
 #endif
