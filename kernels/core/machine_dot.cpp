@@ -51,6 +51,34 @@ PB_PROBE_LOOP __attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long
   for (int j = 0; j < kAcc; ++j) f[j] = _mm512_castsi512_ps(acc[j]);
   return lanes_sum(f, kAcc);
 }
+// Without VNNI, cpu/packed's u8s8 runs on int16 pairs (packed_lowp_avx2.cpp): vpmaddwd (two
+// int16 products summed into each int32 lane) and vpaddd into the accumulator, 12 of them. The
+// loop is assembly: GCC kept the accumulators in memory (a store per instruction at best), which
+// held it to one vpmaddwd a cycle, below what the GEMM itself reaches.
+constexpr int kAccAvx2 = 12;
+#define PB_MADD(i, t) \
+  "vpmaddwd %[b], %[a], %%ymm" #t "\n\tvpaddd %%ymm" #t ", %[c" #i "], %[c" #i "]\n\t"
+PB_PROBE_LOOP __attribute__((target("avx2"))) float u8s8_avx2_loop(long iters) {
+  __m256i c[kAccAvx2];
+  for (int j = 0; j < kAccAvx2; ++j) c[j] = _mm256_set1_epi32(j);
+  const __m256i a = _mm256_set1_epi16(1), b = _mm256_set1_epi16(1);
+  long n = iters > 0 ? iters : 1;
+  asm volatile("1:\n\t" PB_MADD(0, 14) PB_MADD(1, 15) PB_MADD(2, 14) PB_MADD(3, 15) PB_MADD(4, 14)
+                   PB_MADD(5, 15) PB_MADD(6, 14) PB_MADD(7, 15) PB_MADD(8, 14) PB_MADD(9, 15)
+                       PB_MADD(10, 14) PB_MADD(11, 15) "dec %[n]\n\tjnz 1b\n\t"
+               : [c0] "+x"(c[0]), [c1] "+x"(c[1]), [c2] "+x"(c[2]), [c3] "+x"(c[3]),
+                 [c4] "+x"(c[4]), [c5] "+x"(c[5]), [c6] "+x"(c[6]), [c7] "+x"(c[7]),
+                 [c8] "+x"(c[8]), [c9] "+x"(c[9]), [c10] "+x"(c[10]), [c11] "+x"(c[11]), [n] "+r"(n)
+               : [a] "x"(a), [b] "x"(b)
+               : "xmm14", "xmm15", "cc");
+  int32_t sum = 0;  // the sum only keeps the loop alive
+  for (int j = 0; j < kAccAvx2; ++j) sum += _mm256_extract_epi32(c[j], 0);
+  return static_cast<float>(sum);
+}
+#undef PB_MADD
+bool vnni() {
+  return __builtin_cpu_supports("avx512vnni") != 0;
+}
 #endif
 
 }  // namespace
@@ -58,7 +86,7 @@ PB_PROBE_LOOP __attribute__((target("avx512f,avx512vnni"))) float u8s8_loop(long
 bool has_dot(Dot kind) {
 #if defined(__x86_64__)
   return kind == Dot::bf16 ? __builtin_cpu_supports("avx512bf16") != 0
-                           : __builtin_cpu_supports("avx512vnni") != 0;
+                           : vnni() || __builtin_cpu_supports("avx2") != 0;
 #else
   (void)kind;
   return false;
@@ -79,14 +107,20 @@ DotPass dot_pass(Dot kind, int nthreads, long iters) {
   {
     const double w0 = now(), c0 = thread_cpu_seconds();
 #if defined(__x86_64__)
-    sink += kind == Dot::bf16 ? bf16_loop(iters) : u8s8_loop(iters);
+    sink += kind == Dot::bf16 ? bf16_loop(iters)
+            : vnni()          ? u8s8_loop(iters)
+                              : u8s8_avx2_loop(iters);
 #endif
     const double wall = now() - w0;
     share = wall > 0 ? std::min(1.0, (thread_cpu_seconds() - c0) / wall) : 1.0;
   }
   double t = now() - t0;
   if (sink == 12345.f) t += 1;  // keep the loops alive
-  // Per instruction and lane: 2 bf16 products or 4 u8 x s8 products, 2 operations each.
+    // Per instruction and lane: 2 bf16 products or 4 u8 x s8 products (AVX2: 2 int16 products,
+    // 8 lanes), 2 operations each.
+#if defined(__x86_64__)
+  if (kind == Dot::u8s8 && !vnni()) return {32.0 * kAccAvx2 * iters * nthreads / t, share};
+#endif
   const double per_instr = 16.0 * (kind == Dot::bf16 ? 4 : 8);
   return {per_instr * kAcc * iters * nthreads / t, share};
 }

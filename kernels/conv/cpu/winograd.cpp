@@ -88,7 +88,7 @@ class WinogradConv final : public HostConv {
     in_ = typed() ? (bwd ? diff_dst_typed() : src_typed())
                   : static_cast<const void*>(bwd ? diff_dst_->data() : src_->data());
     const ConvDesc& d = e_;
-    dot_ = M == 2 && typed() && gemm_packed_lowp_unsupported(d.dt).empty();
+    dot_ = M == 2 && typed() && gemm_packed_lowp_avx512_unsupported(d.dt).empty();
     icp_ = (d.icg() + 1) / 2;
     th_ = (d.oh + M - 1) / M;
     tw_ = (d.ow + M - 1) / M;

@@ -64,7 +64,7 @@ std::string u8s8_unsupported(DataType::In in) {
     return "";
   return "dt u8s8: oneDNN " + version() + " runs it on this CPU (ISA " + isa +
          ", no VNNI) with vpmaddubsw, whose int16 pair sums saturate on full-range data, so its "
-         "results fail the check; not offered (nor is cpu/packed's AVX2 route, for that reason)";
+         "results fail the check; not offered (cpu/packed's AVX2 u8s8 widens to int16 instead)";
 }
 
 dnnl::memory::data_type data_type(DataType::In in, bool source) {

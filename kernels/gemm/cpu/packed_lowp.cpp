@@ -41,30 +41,58 @@
 #include "kernels/core/error.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/vmath.h"
+#include "kernels/gemm/cpu/packed_lowp_avx2.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
 namespace pb {
 
-std::string gemm_packed_lowp_unsupported(const DataType& dt) {
+namespace {
+// Whether the CPU has AVX512_VNNI and AVX512_VBMI (the u8s8 kernel's dot product and its
+// packing's byte shuffle).
+bool has_vnni() {
+#ifdef PB_X86
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+std::string gemm_packed_lowp_avx512_unsupported(const DataType& dt) {
   if (dt.is_f32()) return "";
   if (dt.in == DataType::f16)
     return "dt f16: cpu/packed has no f16 kernel (x86 has no f16 dot product accumulating in "
            "fp32: AVX512_FP16 multiplies and adds in f16)";
 #ifdef PB_X86
   if (std::string(vmath::isa()) != "avx512")
-    return "dt " + dt.in_str() + ": cpu/packed's reduced-precision kernels need AVX-512 (SIMD " +
-           "path in force: " + vmath::isa() + "); the AVX2 u8s8 route (vpmaddubsw) saturates " +
-           "its int16 pair sums, so it is not offered";
+    return "dt " + dt.in_str() + ": cpu/packed's reduced-precision AVX-512 kernels need " +
+           "AVX-512 (SIMD path in force: " + vmath::isa() + ")";
   if (dt.in == DataType::bf16 && !__builtin_cpu_supports("avx512bf16"))
     return "dt bf16: this CPU has no AVX512_BF16 (vdpbf16ps)";
-  if (dt.in == DataType::u8s8 &&
-      !(__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi")))
+  if (dt.in == DataType::u8s8 && !has_vnni())
     return "dt u8s8: this CPU has no AVX512_VNNI (vpdpbusd) or AVX512_VBMI (the packing's "
            "byte shuffle)";
   return "";
 #else
-  return "dt " + dt.in_str() + ": cpu/packed's reduced-precision kernels are x86 AVX-512 only";
+  return "dt " + dt.in_str() + ": cpu/packed's reduced-precision kernels are x86 only";
 #endif
+}
+
+bool gemm_packed_lowp_on_avx2(const DataType& dt) {
+#ifdef PB_X86
+  if (dt.in != DataType::u8s8) return false;
+  const std::string isa = vmath::isa();
+  return isa == "avx2" || (isa == "avx512" && !has_vnni());
+#else
+  return false;
+#endif
+}
+
+std::string gemm_packed_lowp_unsupported(const DataType& dt) {
+  if (gemm_packed_lowp_on_avx2(dt)) return "";
+  const std::string why = gemm_packed_lowp_avx512_unsupported(dt);
+  if (why.empty() || dt.in != DataType::bf16 || std::string(vmath::isa()) == "avx512") return why;
+  return why + "; AVX2 has no bf16 arithmetic (u8s8 runs there, exactly, on vpmaddwd)";
 }
 
 #ifdef PB_X86
@@ -414,7 +442,9 @@ void gemm_packed_lowp(const LowpGemm& g) {
       (g.a_packed->dt.in != g.dt.in || g.a_packed->m != g.m || g.a_packed->k != g.k || g.ta))
     throw RuntimeError("cpu/packed reduced precision: the packed A is of another type or shape");
 #ifdef PB_X86
-  if (g.dt.in == DataType::bf16)
+  if (gemm_packed_lowp_on_avx2(g.dt))
+    lowp_avx2::gemm_u8s8(g);
+  else if (g.dt.in == DataType::bf16)
     lowp::driver<lowp::Bf16>(g);
   else
     lowp::driver<lowp::U8s8>(g);

@@ -12,8 +12,15 @@
 
 namespace pb {
 
-// Why cpu/packed cannot run `dt` on this CPU (under PRIMBENCH_SIMD), or "" when it can.
+// Why cpu/packed's GEMM cannot run `dt` on this CPU (under PRIMBENCH_SIMD), or "" when it can:
+// bf16 and u8s8 on AVX-512 (BF16, VNNI), u8s8 also on AVX2 (gemm_packed_lowp_on_avx2).
 std::string gemm_packed_lowp_unsupported(const DataType& dt);
+// Why the AVX-512 kernels (and what shares their dot product or blocks: LowpPackedA, cpu/direct
+// and Winograd's reduced-precision tiles, cpu/blas RNN) cannot run `dt`, or "" when they can.
+std::string gemm_packed_lowp_avx512_unsupported(const DataType& dt);
+// Whether gemm_packed_lowp runs `dt` on the AVX2 u8s8 kernel (packed_lowp_avx2.h): u8s8 where
+// the SIMD path is AVX2, or AVX-512 without VNNI.
+bool gemm_packed_lowp_on_avx2(const DataType& dt);
 
 // A (op(A) = A: m x k, lda) interleaved once into the blocks the in-place path's kernels read,
 // for an A that many GEMMs of few columns multiply (an RNN's recurrent weights, every step):

@@ -13,6 +13,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/gemm/cpu/packed_lowp_avx2.h"
 #include "kernels/gemm/cpu/packed_lowp_kernels.h"
 
 namespace pb::lowp {
@@ -267,6 +268,16 @@ void LowpPackedA::Free::operator()(uint8_t* p) const {
 LowpPackedA::LowpPackedA(const DataType& type, int64_t rows, int64_t cols, const void* a,
                          int64_t lda)
     : dt(type), m(rows), k(cols) {
+  if (gemm_packed_lowp_on_avx2(dt)) {  // the AVX2 u8s8 kernel's slivers
+    const size_t bytes = static_cast<size_t>(lowp_avx2::packed_a_elems(m, k)) * 2;
+    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!data_) throw std::bad_alloc();
+    lowp_avx2::pack_a_whole(m, k, static_cast<const int8_t*>(a), lda,
+                            reinterpret_cast<int16_t*>(data_.get()));
+    head_ = sums_ = 0;
+    return;
+  }
+  if (!gemm_packed_lowp_avx512_unsupported(dt).empty()) return;  // no kernel reads blocks
   const int G = dt.in == DataType::u8s8 ? 4 : 2;
   const int64_t blocks = lowp::ceil_div(m, lowp::kDirectRows), ng = lowp::ceil_div(k, G);
   const size_t vec = sizeof(__m512i);

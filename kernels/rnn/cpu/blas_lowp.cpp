@@ -2,13 +2,17 @@
 // GEMM over all steps and per step one GEMM of the recurrent weights, both on cpu/packed's
 // reduced-precision GEMM (kernels/gemm/cpu/packed_lowp.h), then cpu/blas's fp32 pointwise pass,
 // after which the new hidden state is stored in the type: the next step's GEMM source and y.
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/core/error.h"
 #include "kernels/core/problem.h"
 #include "kernels/core/threads.h"
+#include "kernels/core/vmath.h"
 #include "kernels/gemm/cpu/packed_lowp.h"
 #include "kernels/gemm/cpu/sgemm.h"
 #include "kernels/rnn/cpu/blas_lowp.h"
@@ -54,9 +58,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void store_state
 }
 // u8: q = h * scale + shift (one rounding), to the nearest integer (even on ties: MXCSR's
 // default), saturated to [0, 255]; h becomes (q - shift) / scale.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void store_state(float* h, uint8_t* out,
-                                                                      int64_t n, float scale,
-                                                                      float shift) {
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void store_state_avx512(float* h, uint8_t* out,
+                                                                             int64_t n, float scale,
+                                                                             float shift) {
   const __m512 vs = _mm512_set1_ps(scale), vsh = _mm512_set1_ps(shift);
   const __m512i lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(255);
   for (int64_t i = 0; i < n; i += 16) {
@@ -66,6 +70,21 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_state(float* h, 
     q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
     _mm512_mask_cvtepi32_storeu_epi8(out + i, k, q);
     _mm512_mask_storeu_ps(h + i, k, _mm512_div_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(q), vsh), vs));
+  }
+}
+// The same without AVX-512 (u8s8 on cpu/packed's AVX2 kernel), element by element, with the
+// AVX-512 conversion's results: one rounding for h * scale + shift, out-of-range values to
+// INT_MIN (then 0) as cvtps2dq gives them.
+void store_state(float* h, uint8_t* out, int64_t n, float scale, float shift) {
+  static const bool avx512 = std::string(vmath::isa()) == "avx512";
+  if (avx512) return store_state_avx512(h, out, n, scale, shift);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::fma(h[i], scale, shift);
+    int32_t q = std::fabs(v) < 2147483648.0f ? static_cast<int32_t>(std::nearbyint(v))
+                                             : std::numeric_limits<int32_t>::min();
+    q = std::min(std::max(q, 0), 255);
+    out[i] = static_cast<uint8_t>(q);
+    h[i] = (static_cast<float>(q) - shift) / scale;
   }
 }
 #else

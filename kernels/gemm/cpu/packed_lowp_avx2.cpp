@@ -1,0 +1,363 @@
+// cpu/packed's u8s8 GEMM on AVX2 without VNNI (packed_lowp_avx2.h), exact in int32.
+//
+// The AVX2 byte product (vpmaddubsw) adds two u8 x s8 products into an int16 that saturates
+// (255 * 127 * 2 = 64770), so full-range data come out wrong; that is why oneDNN 2.6's AVX2 u8s8
+// is not offered here. This path widens both operands to int16 while packing, the source with
+// its zero point already subtracted (|B - z| <= 255), and multiplies pairs with vpmaddwd: two
+// int16 x int16 products (|a (B - z)| <= 128 * 255) summed into an int32 lane, exactly. The sums
+// stay int32 over the whole of k (partials of earlier KC blocks wait in an int32 panel), and the
+// epilogue scales them once: C = scale[i] * sum + beta * C, as the AVX-512 path's epilogue.
+//
+// Loop nest and threading as the packed SGEMM (packed_sgemm.cpp): KC blocks of the sum, B packed
+// into NR-column slivers shared by the threads, A into MR-row slivers per thread (a block of
+// half of L2), the threads splitting the rows (gemm_row_blocks) or else the columns. The tile:
+// MR = 16 rows (two vectors of 8 int32 lanes, each lane a row's pair of k) x NR = 4 columns,
+// 8 accumulators; one step of the sum is a pair of k, two steps per iteration. Zen 3, 2560^3,
+// ms, medians of 3 alternating runs: 16 x 6 (12 accumulators) 202, 16 x 5 154, 16 x 4 154; two
+// steps per iteration: 16 x 6 176, 16 x 4 125-140 (four steps: the same). GCC kept 16 x 6's
+// accumulators partly on the stack (a store-load chain per step) and copied registers around the
+// madd results.
+#include "kernels/gemm/cpu/packed_lowp_avx2.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/core/error.h"
+#include "kernels/core/machine.h"
+#include "kernels/core/threads.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
+
+namespace pb::lowp_avx2 {
+namespace {
+
+constexpr int kMr = 16, kNr = 4;
+constexpr int64_t kKc = 512;  // k per block (even): a B sliver 4 KB, an A sliver 16 KB
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// A 64-byte aligned area of `count` T in `v`, grown as needed.
+template <class T>
+T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
+  if (v.size() < count * sizeof(T) + 64) {
+    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
+    v.resize(count * sizeof(T) + 64);
+  }
+  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
+}
+
+// What a tile does once its sum over this KC block is done.
+struct Epilogue {
+  bool first, last;  // first block: start from 0, else from the panel; last: write C
+  int32_t* panel;    // the tile's partial sums (column j at panel + j * ldp), whole slivers
+  int64_t ldp;
+  DataType::Out out;  // f32 or s8
+  void* c;            // the tile's first element of C
+  int64_t ldc;
+  const float* scale;  // per row, padded to whole slivers
+  float beta;          // on the old C, in C's units (not read when 0)
+};
+
+// Rows < `rows` (at most 8) of one column of C from the fp32 results x.
+__attribute__((target("avx2,fma"))) inline void store8(__m256 x, int rows, const Epilogue& e,
+                                                       int64_t off) {
+  const __m256 vb = _mm256_set1_ps(e.beta);
+  if (e.out == DataType::out_f32) {
+    float* c = static_cast<float*>(e.c) + off;
+    if (rows >= 8) {
+      if (e.beta != 0.0f) x = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), x);
+      _mm256_storeu_ps(c, x);
+    } else {
+      const __m256i m =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      if (e.beta != 0.0f) x = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c, m), x);
+      _mm256_maskstore_ps(c, m, x);
+    }
+    return;
+  }
+  // s8: round to nearest even (MXCSR's default), saturate.
+  int8_t* c = static_cast<int8_t*>(e.c) + off;
+  const size_t n = static_cast<size_t>(std::min(rows, 8));
+  alignas(16) int8_t old[16] = {};
+  if (e.beta != 0.0f) {
+    std::memcpy(old, c, n);
+    const __m256i o = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(old)));
+    x = _mm256_fmadd_ps(vb, _mm256_cvtepi32_ps(o), x);
+  }
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-128.0f)), _mm256_set1_ps(127.0f));
+  const __m256i q = _mm256_cvtps_epi32(x);
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(old), _mm_packs_epi16(w, w));
+  std::memcpy(c, old, n);
+}
+
+// V vectors of 8 rows, NV columns: acc(j, rows) += sum over ng pairs of k of A x B.
+template <int V, int NV>
+__attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, const int16_t* b,
+                                              int mv, const Epilogue& e) {
+  __m256i acc[NV][V];
+#pragma GCC unroll 6
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[j][v] = _mm256_setzero_si256();
+  if (e.last) {  // C's lines on their way during the sum (as the SGEMM's tile)
+    const char* cb = static_cast<const char*>(e.c);
+    const int eb = e.out == DataType::out_f32 ? 4 : 1;
+#pragma GCC unroll 6
+    for (int j = 0; j < NV; ++j) _mm_prefetch(cb + j * e.ldc * eb, _MM_HINT_T0);
+  }
+#pragma GCC unroll 2  // (see the top)
+  for (int64_t g = 0; g < ng; ++g) {
+    __m256i av[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v)
+      av[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(a + g * kMr * 2 + 16 * v));
+#pragma GCC unroll 6
+    for (int j = 0; j < NV; ++j) {
+      int32_t w;
+      std::memcpy(&w, b + (g * kNr + j) * 2, 4);
+      const __m256i bj = _mm256_set1_epi32(w);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v)
+        acc[j][v] = _mm256_add_epi32(acc[j][v], _mm256_madd_epi16(av[v], bj));
+    }
+  }
+#pragma GCC unroll 6
+  for (int j = 0; j < NV; ++j)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) {
+      __m256i* p = reinterpret_cast<__m256i*>(e.panel + j * e.ldp + 8 * v);
+      if (!e.first) acc[j][v] = _mm256_add_epi32(acc[j][v], _mm256_loadu_si256(p));
+      if (!e.last) {
+        _mm256_storeu_si256(p, acc[j][v]);
+        continue;
+      }
+      if (mv <= 8 * v) continue;
+      const __m256 x =
+          _mm256_mul_ps(_mm256_cvtepi32_ps(acc[j][v]), _mm256_loadu_ps(e.scale + 8 * v));
+      store8(x, mv - 8 * v, e, j * e.ldc + 8 * v);
+    }
+}
+
+using TileFn = void (*)(int64_t, const int16_t*, const int16_t*, int, const Epilogue&);
+template <int V>
+constexpr TileFn tile_of(int nv) {
+  static_assert(kNr == 4, "a tile per column count");
+  switch (nv) {
+    case 1:
+      return tile<V, 1>;
+    case 2:
+      return tile<V, 2>;
+    case 3:
+      return tile<V, 3>;
+    default:
+      return tile<V, 4>;
+  }
+}
+
+// The sum [p0, p0 + kc) of `rows` vectors into int16 rows of kcp (kc rounded up to even,
+// zero past kc): row r's element p at src[r * rs + p * ps], minus z (the source's zero point).
+template <class T>
+void widen(const T* src, int64_t rs, int64_t ps, int rows, int64_t p0, int64_t kc, int64_t kcp,
+           int32_t z, int16_t* dst) {
+  for (int r = 0; r < rows; ++r) {
+    const T* s = src + r * rs + p0 * ps;
+    int16_t* d = dst + r * kcp;
+    if (ps == 1)
+      for (int64_t p = 0; p < kc; ++p) d[p] = static_cast<int16_t>(s[p] - z);
+    else
+      for (int64_t p = 0; p < kc; ++p) d[p] = static_cast<int16_t>(s[p * ps] - z);
+    if (kc < kcp) d[kc] = 0;
+  }
+}
+
+// op(A) rows [r0, r0 + mv) x sum [p0, p0 + kc) into one sliver: pair g of row r at
+// dst[(g * MR + r) * 2], rows past mv zero. tmp: MR x kcp int16 scratch.
+__attribute__((target("avx2"))) void pack_a(bool ta, const int8_t* a, int64_t lda, int64_t r0,
+                                            int mv, int64_t p0, int64_t kc, int16_t* dst,
+                                            int16_t* tmp) {
+  const int64_t kcp = ceil_div(kc, 2) * 2, ng = kcp / 2;
+  if (!ta && mv == kMr) {
+    // Column p of A holds the rows: two columns' bytes interleaved, then sign-extended.
+    for (int64_t g = 0; g < ng; ++g) {
+      const int64_t p = p0 + 2 * g;
+      const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + p * lda + r0));
+      const __m128i c1 =
+          2 * g + 1 < kc ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + (p + 1) * lda + r0))
+                         : _mm_setzero_si128();
+      __m256i* d = reinterpret_cast<__m256i*>(dst + g * kMr * 2);
+      _mm256_store_si256(d, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(c0, c1)));
+      _mm256_store_si256(d + 1, _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(c0, c1)));
+    }
+    return;
+  }
+  // Each row widened along the sum, then the pairs (words) transposed into the sliver.
+  if (ta)
+    widen(a + r0 * lda, lda, 1, mv, p0, kc, kcp, 0, tmp);
+  else
+    widen(a + r0, 1, lda, mv, p0, kc, kcp, 0, tmp);
+  transpose_words(tmp, kcp / 2, mv, ng, dst, kMr);
+  for (int64_t g = 0; g < ng && mv < kMr; ++g)
+    std::memset(dst + (g * kMr + mv) * 2, 0, (kMr - mv) * 2 * sizeof(int16_t));
+}
+
+// op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) minus z into one sliver: pair g of column j at
+// dst[(g * NR + j) * 2], columns past nv zero. tmp: NR x kcp int16 scratch.
+void pack_b(bool tb, const uint8_t* b, int64_t ldb, int32_t z, int64_t p0, int64_t kc, int64_t c0,
+            int nv, int16_t* dst, int16_t* tmp) {
+  const int64_t kcp = ceil_div(kc, 2) * 2, ng = kcp / 2;
+  if (tb) {
+    for (int64_t g = 0; g < ng; ++g) {
+      const uint8_t* r = b + (p0 + 2 * g) * ldb + c0;
+      const bool second = 2 * g + 1 < kc;
+      int16_t* d = dst + g * kNr * 2;
+      for (int j = 0; j < kNr; ++j) {
+        d[2 * j] = j < nv ? static_cast<int16_t>(r[j] - z) : 0;
+        d[2 * j + 1] = j < nv && second ? static_cast<int16_t>(r[ldb + j] - z) : 0;
+      }
+    }
+    return;
+  }
+  widen(b + c0 * ldb, ldb, 1, nv, p0, kc, kcp, z, tmp);
+  transpose_words(tmp, kcp / 2, nv, ng, dst, kNr);
+  for (int64_t g = 0; g < ng && nv < kNr; ++g)
+    std::memset(dst + (g * kNr + nv) * 2, 0, (kNr - nv) * 2 * sizeof(int16_t));
+}
+
+}  // namespace
+
+int64_t packed_a_elems(int64_t m, int64_t k) {
+  return ceil_div(m, kMr) * kMr * (ceil_div(k, 2) * 2);
+}
+
+void pack_a_whole(int64_t m, int64_t k, const int8_t* a, int64_t lda, int16_t* out) {
+  const int64_t n_sl = ceil_div(m, kMr), mp = n_sl * kMr;
+  std::vector<int16_t> tmp(kMr * kKc);
+  for (int64_t pc = 0; pc < k; pc += kKc) {
+    const int64_t kc = std::min(kKc, k - pc), ng = ceil_div(kc, 2);
+    for (int64_t s = 0; s < n_sl; ++s) {
+      const int mv = static_cast<int>(std::min<int64_t>(kMr, m - s * kMr));
+      pack_a(false, a, lda, s * kMr, mv, pc, kc, out + pc * mp + s * kMr * ng * 2, tmp.data());
+    }
+  }
+}
+
+void gemm_u8s8(const LowpGemm& g) {
+  const int8_t* a = static_cast<const int8_t*>(g.a);
+  const uint8_t* b = static_cast<const uint8_t*>(g.b);
+  const int64_t m = g.m, n = g.n, k = g.k;
+  const int64_t kcp_max = kKc;
+  // The A block takes half of L2, the B panel a quarter of L3, as in the SGEMM.
+  const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
+  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
+  const int64_t mc_max = std::max<int64_t>(kMr, l2 / 2 / (kcp_max * 2) / kMr * kMr);
+  const int64_t nc_max = std::max<int64_t>(kNr, l3 / 4 / (kcp_max * 2) / kNr * kNr);
+  const int nt = gemm_threads(m, n, k);
+  const int64_t n_sl = ceil_div(m, kMr), mp = n_sl * kMr;
+  const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_max, kMr, kNr);
+  const bool split_rows = blocks.split_rows;
+  const int64_t n_ic = blocks.n_ic;
+  const bool panel = k > kKc;  // int32 partial sums across KC blocks
+  // A packed once (pack_a_whole): KC block pc's slivers at pre + pc * mp, as a block's here.
+  const int16_t* pre =
+      g.a_packed && !g.ta ? static_cast<const int16_t*>(g.a_packed->blocks()) : nullptr;
+
+  // Per-row scales: alpha * a_scale * b_scale (/ c_scale for s8), padded to whole slivers.
+  static thread_local std::vector<uint8_t> scale_buf, b_buf, panel_buf;
+  float* scale = scratch<float>(scale_buf, mp);
+  const bool s8 = g.dt.out == DataType::out_s8;
+  const float div = s8 ? g.c_scale : 1.0f;
+  for (int64_t i = 0; i < mp; ++i) scale[i] = i < m ? g.alpha * g.a_scale[i] * g.b_scale / div : 0;
+  const float beta_c = s8 ? g.beta : g.beta * g.c_scale;
+  const int64_t ncb = std::min(n, nc_max);
+  int16_t* bp = scratch<int16_t>(b_buf, kcp_max * ceil_div(ncb, kNr) * kNr);
+  int32_t* pn = panel ? scratch<int32_t>(panel_buf, mp * ceil_div(ncb, kNr) * kNr) : nullptr;
+  const size_t out_size = s8 ? 1 : 4;
+
+  RegionErrors errors;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    static thread_local std::vector<uint8_t> a_buf, tmp_buf;
+    int16_t* ap_own = nullptr;
+    int16_t* tmp = nullptr;
+    errors.run([&] {
+      const int64_t rows = split_rows ? ceil_div(n_sl, n_ic) * kMr : mp;
+      if (!pre) ap_own = scratch<int16_t>(a_buf, rows * kcp_max, true);
+      tmp = scratch<int16_t>(tmp_buf, kMr * kcp_max, true);
+    });
+    for (int64_t jc = 0; jc < n; jc += nc_max) {
+      const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, kNr);
+      for (int64_t pc = 0; pc < k; pc += kKc) {
+        const int64_t kc = std::min(kKc, k - pc), ng = ceil_div(kc, 2);
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < n_jr; ++s) {
+          if (errors.failed()) continue;
+          const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - s * kNr));
+          pack_b(g.tb, b, g.ldb, g.b_zero, pc, kc, jc + s * kNr, nv, bp + s * kNr * ng * 2, tmp);
+        }
+        // Every B sliver jr in [jr0, jr1) against the block's A slivers (rows [ic, ic + mcv)).
+        auto tiles = [&](int64_t ic, int64_t mcv, const int16_t* ap, int64_t jr0, int64_t jr1) {
+          const int64_t n_ir = ceil_div(mcv, kMr);
+          for (int64_t jr = jr0; jr < jr1; ++jr) {
+            const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - jr * kNr));
+            const int64_t col = jc + jr * kNr;
+            for (int64_t ir = 0; ir < n_ir; ++ir) {
+              const int mv = static_cast<int>(std::min<int64_t>(kMr, mcv - ir * kMr));
+              const int64_t row = ic + ir * kMr;
+              Epilogue e{};
+              e.first = pc == 0;
+              e.last = pc + kKc >= k;
+              e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
+              e.ldp = mp;
+              e.out = g.dt.out;
+              e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
+              e.ldc = g.ldc;
+              e.scale = scale + row;
+              e.beta = beta_c;
+              const TileFn f = mv > 8 ? tile_of<2>(nv) : tile_of<1>(nv);
+              f(ng, ap + ir * kMr * ng * 2, bp + jr * kNr * ng * 2, mv, e);
+            }
+          }
+        };
+        auto pack_rows = [&](int64_t ic, int64_t mcv) {
+          for (int64_t s = 0; s < ceil_div(mcv, kMr); ++s) {
+            const int mv = static_cast<int>(std::min<int64_t>(kMr, mcv - s * kMr));
+            pack_a(g.ta, a, g.lda, ic + s * kMr, mv, pc, kc, ap_own + s * kMr * ng * 2, tmp);
+          }
+        };
+        if (split_rows) {
+#pragma omp for schedule(dynamic, 1)
+          for (int64_t blk = 0; blk < n_ic; ++blk) {
+            if (errors.failed()) continue;
+            const int64_t s0 = blk * n_sl / n_ic, s1 = (blk + 1) * n_sl / n_ic;
+            const int64_t ic = s0 * kMr, mcv = std::min(s1 * kMr, m) - ic;
+            if (pre) {
+              tiles(ic, mcv, pre + pc * mp + ic * ng * 2, 0, n_jr);
+              continue;
+            }
+            pack_rows(ic, mcv);
+            tiles(ic, mcv, ap_own, 0, n_jr);
+          }
+        } else {
+          // Columns split: each thread packs all the rows into its own buffer (as the SGEMM).
+          if (!errors.failed() && !pre) pack_rows(0, m);
+          const int16_t* ap = pre ? pre + pc * mp : ap_own;
+#pragma omp for schedule(static)
+          for (int64_t jr = 0; jr < n_jr; ++jr)
+            if (!errors.failed()) tiles(0, m, ap, jr, jr + 1);
+        }
+      }
+    }
+  }
+  errors.rethrow();
+}
+
+}  // namespace pb::lowp_avx2
+#endif
