@@ -1,11 +1,12 @@
 // cpu/packed's AVX2 u8s8 GEMM (packed_lowp_avx2.h), called directly so that it runs on every x86
 // CPU (gemm_packed_lowp takes it only without VNNI). Full-range data (s8 weights, u8 source with a
 // zero point), every transpose, rows around its 8-row vectors and 16-row sliver, columns around
-// its 4-column tile, sums around its pairs and its 512-deep blocks (the int32 panel), padded
-// leading dimensions, f32 and s8 outputs, beta 0, 1 and 0.5, one and two threads with the rows or
-// the columns split. Scales are powers of two, so every result is exact: the int32 sum, its
-// conversion to fp32 (rounded to nearest as the reference's), the scale and one rounding with
-// beta * C; each C element must equal the int64 reference, and C's padding rows stay untouched.
+// its 4-column tile, sums around its pairs and its k blocks (at most 512 deep, split evenly: the
+// int32 panel), padded leading dimensions, f32 and s8 outputs, beta 0, 1 and 0.5, one and two
+// threads with the rows or the columns split. Scales are powers of two, so every result is exact:
+// the int32 sum, its conversion to fp32 (rounded to nearest as the reference's), the scale and one
+// rounding with beta * C; each C element must equal the int64 reference, and C's padding rows stay
+// untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -210,11 +210,26 @@ __attribute__((target("avx2"))) void pack_a(bool ta, const int8_t* a, int64_t ld
 
 // op(B) sum [p0, p0 + kc) x columns [c0, c0 + nv) minus z into one sliver: pair g of column j at
 // dst[(g * NR + j) * 2], columns past nv zero. tmp: NR x kcp int16 scratch.
-void pack_b(bool tb, const uint8_t* b, int64_t ldb, int32_t z, int64_t p0, int64_t kc, int64_t c0,
-            int nv, int16_t* dst, int16_t* tmp) {
+__attribute__((target("avx2"))) void pack_b(bool tb, const uint8_t* b, int64_t ldb, int32_t z,
+                                            int64_t p0, int64_t kc, int64_t c0, int nv,
+                                            int16_t* dst, int16_t* tmp) {
   const int64_t kcp = ceil_div(kc, 2) * 2, ng = kcp / 2;
   if (tb) {
-    for (int64_t g = 0; g < ng; ++g) {
+    // Row p of op(B) holds the columns: a group's two rows interleaved, widened, minus z.
+    int64_t g = 0;
+    if (nv == kNr) {
+      const __m128i vz = _mm_set1_epi16(static_cast<int16_t>(z));
+      for (; g < kc / 2; ++g) {
+        const uint8_t* r = b + (p0 + 2 * g) * ldb + c0;
+        int32_t w0, w1;
+        std::memcpy(&w0, r, 4);
+        std::memcpy(&w1, r + ldb, 4);
+        const __m128i x = _mm_unpacklo_epi8(_mm_cvtsi32_si128(w0), _mm_cvtsi32_si128(w1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + g * kNr * 2),
+                         _mm_sub_epi16(_mm_cvtepu8_epi16(x), vz));
+      }
+    }
+    for (; g < ng; ++g) {
       const uint8_t* r = b + (p0 + 2 * g) * ldb + c0;
       const bool second = 2 * g + 1 < kc;
       int16_t* d = dst + g * kNr * 2;
@@ -231,6 +246,34 @@ void pack_b(bool tb, const uint8_t* b, int64_t ldb, int32_t z, int64_t p0, int64
     std::memset(dst + (g * kNr + nv) * 2, 0, (kNr - nv) * 2 * sizeof(int16_t));
 }
 
+// pack_b's op(B) = B^T case for four whole slivers (16 columns from c0) at dst, dst + S, ...
+// (S = NR * ng * 2): 16 bytes of each row of a pair, interleaved, widened, minus z.
+__attribute__((target("avx2"))) void pack_b_tb4(const uint8_t* b, int64_t ldb, int32_t z,
+                                                int64_t p0, int64_t kc, int64_t c0, int16_t* dst) {
+  const int64_t ng = ceil_div(kc, 2), S = kNr * ng * 2;
+  const __m256i vz = _mm256_set1_epi16(static_cast<int16_t>(z));
+  for (int64_t g = 0; g < ng; ++g) {
+    const uint8_t* r = b + (p0 + 2 * g) * ldb + c0;
+    const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r));
+    const __m128i r1 = 2 * g + 1 < kc ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + ldb))
+                                      : _mm_set1_epi8(static_cast<char>(z));  // (z - z = 0)
+    const __m256i lo = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)), vz);
+    const __m256i hi = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r0, r1)), vz);
+    int16_t* d = dst + g * kNr * 2;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm256_castsi256_si128(lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + S), _mm256_extracti128_si256(lo, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * S), _mm256_castsi256_si128(hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * S), _mm256_extracti128_si256(hi, 1));
+  }
+}
+
+// The k blocks: as even as whole pairs allow, at most kKc (576 -> 2 x 288, not 512 + 64: the
+// int32 panel's store and reload then serve two full blocks).
+int64_t block_k(int64_t k) {
+  const int64_t nb = ceil_div(k, kKc);
+  return std::min(kKc, ceil_div(ceil_div(k, nb), 2) * 2);
+}
+
 }  // namespace
 
 int64_t packed_a_elems(int64_t m, int64_t k) {
@@ -239,9 +282,10 @@ int64_t packed_a_elems(int64_t m, int64_t k) {
 
 void pack_a_whole(int64_t m, int64_t k, const int8_t* a, int64_t lda, int16_t* out) {
   const int64_t n_sl = ceil_div(m, kMr), mp = n_sl * kMr;
-  std::vector<int16_t> tmp(kMr * kKc);
-  for (int64_t pc = 0; pc < k; pc += kKc) {
-    const int64_t kc = std::min(kKc, k - pc), ng = ceil_div(kc, 2);
+  const int64_t kb = block_k(k);
+  std::vector<int16_t> tmp(kMr * kb);
+  for (int64_t pc = 0; pc < k; pc += kb) {
+    const int64_t kc = std::min(kb, k - pc), ng = ceil_div(kc, 2);
     for (int64_t s = 0; s < n_sl; ++s) {
       const int mv = static_cast<int>(std::min<int64_t>(kMr, m - s * kMr));
       pack_a(false, a, lda, s * kMr, mv, pc, kc, out + pc * mp + s * kMr * ng * 2, tmp.data());
@@ -253,7 +297,7 @@ void gemm_u8s8(const LowpGemm& g) {
   const int8_t* a = static_cast<const int8_t*>(g.a);
   const uint8_t* b = static_cast<const uint8_t*>(g.b);
   const int64_t m = g.m, n = g.n, k = g.k;
-  const int64_t kcp_max = kKc;
+  const int64_t kb = block_k(k), kcp_max = kb;
   // The A block takes half of L2, the B panel a quarter of L3, as in the SGEMM.
   const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
   const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
@@ -264,7 +308,7 @@ void gemm_u8s8(const LowpGemm& g) {
   const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_max, kMr, kNr);
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
-  const bool panel = k > kKc;  // int32 partial sums across KC blocks
+  const bool panel = k > kb;  // int32 partial sums across KC blocks
   // A packed once (pack_a_whole): KC block pc's slivers at pre + pc * mp, as a block's here.
   const int16_t* pre =
       g.a_packed && !g.ta ? static_cast<const int16_t*>(g.a_packed->blocks()) : nullptr;
@@ -294,13 +338,20 @@ void gemm_u8s8(const LowpGemm& g) {
     });
     for (int64_t jc = 0; jc < n; jc += nc_max) {
       const int64_t nc = std::min(nc_max, n - jc), n_jr = ceil_div(nc, kNr);
-      for (int64_t pc = 0; pc < k; pc += kKc) {
-        const int64_t kc = std::min(kKc, k - pc), ng = ceil_div(kc, 2);
+      for (int64_t pc = 0; pc < k; pc += kb) {
+        const int64_t kc = std::min(kb, k - pc), ng = ceil_div(kc, 2);
+        // Four slivers at a time: op(B) = B^T's rows then give 16 contiguous bytes a step.
 #pragma omp for schedule(static)
-        for (int64_t s = 0; s < n_jr; ++s) {
+        for (int64_t q = 0; q < ceil_div(n_jr, 4); ++q) {
           if (errors.failed()) continue;
-          const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - s * kNr));
-          pack_b(g.tb, b, g.ldb, g.b_zero, pc, kc, jc + s * kNr, nv, bp + s * kNr * ng * 2, tmp);
+          if (g.tb && nc - q * 4 * kNr >= 4 * kNr) {
+            pack_b_tb4(b, g.ldb, g.b_zero, pc, kc, jc + q * 4 * kNr, bp + q * 4 * kNr * ng * 2);
+            continue;
+          }
+          for (int64_t s = q * 4; s < std::min(n_jr, q * 4 + 4); ++s) {
+            const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - s * kNr));
+            pack_b(g.tb, b, g.ldb, g.b_zero, pc, kc, jc + s * kNr, nv, bp + s * kNr * ng * 2, tmp);
+          }
         }
         // Every B sliver jr in [jr0, jr1) against the block's A slivers (rows [ic, ic + mcv)).
         auto tiles = [&](int64_t ic, int64_t mcv, const int16_t* ap, int64_t jr0, int64_t jr1) {
@@ -313,7 +364,7 @@ void gemm_u8s8(const LowpGemm& g) {
               const int64_t row = ic + ir * kMr;
               Epilogue e{};
               e.first = pc == 0;
-              e.last = pc + kKc >= k;
+              e.last = pc + kb >= k;
               e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
               e.ldp = mp;
               e.out = g.dt.out;
