@@ -374,35 +374,30 @@ void driver(const LowpGemm& g) {
         // Every B sliver jr in [jr0, jr1) against every A sliver of the block.
         auto tiles = [&](int64_t ic, int64_t mcv, const TA* ap, const int32_t* comp, int64_t jr0,
                          int64_t jr1) {
-          const int64_t n_ir = ceil_div(mcv, kMr);
-          for (int64_t jr = jr0; jr < jr1; ++jr) {
-            const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - jr * kNr));
-            const int64_t col = jc + jr * kNr;
-            for (int64_t ir = 0; ir < n_ir; ++ir) {
-              const int mv = static_cast<int>(std::min<int64_t>(kMr, mcv - ir * kMr));
-              const int64_t row = ic + ir * kMr;
-              Epilogue e{};
-              e.scale = scale ? scale + row : nullptr;
-              e.alpha = g.alpha;
-              e.comp = quant && g.b_zero != 0 ? comp + ir * kMr : nullptr;
-              float* pt = pn ? pn + (jr * kNr) * m + row : nullptr;
-              if (panel && !last) {  // an fp32 partial into the panel
-                e.out = DataType::out_f32;
-                e.c = pt;
-                e.ldc = m;
-                e.beta = pc == 0 ? 0.0f : 1.0f;
-              } else {
-                e.out = g.dt.out;
-                e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
-                e.ldc = g.ldc;
-                // An f32 output accumulates in C across KC blocks.
-                e.beta = pc == 0 || panel ? beta_c : 1.0f;
-                e.panel = panel ? pt : nullptr;
-                e.ldp = m;
-              }
-              tile_for<Tr>(mv, nv)(ng, ap + ir * kMr * ng * G, bp + jr * kNr * ng * G, mv, e);
-            }
-          }
+          for_each_tile(ic, mcv, kMr, jc, nc, kNr, jr0, jr1,
+                        [&](int64_t jr, int64_t ir, int64_t row, int64_t col, int mv, int nv) {
+                          Epilogue e{};
+                          e.scale = scale ? scale + row : nullptr;
+                          e.alpha = g.alpha;
+                          e.comp = quant && g.b_zero != 0 ? comp + ir * kMr : nullptr;
+                          float* pt = pn ? pn + (jr * kNr) * m + row : nullptr;
+                          if (panel && !last) {  // an fp32 partial into the panel
+                            e.out = DataType::out_f32;
+                            e.c = pt;
+                            e.ldc = m;
+                            e.beta = pc == 0 ? 0.0f : 1.0f;
+                          } else {
+                            e.out = g.dt.out;
+                            e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
+                            e.ldc = g.ldc;
+                            // An f32 output accumulates in C across KC blocks.
+                            e.beta = pc == 0 || panel ? beta_c : 1.0f;
+                            e.panel = panel ? pt : nullptr;
+                            e.ldp = m;
+                          }
+                          tile_for<Tr>(mv, nv)(ng, ap + ir * kMr * ng * G, bp + jr * kNr * ng * G,
+                                               mv, e);
+                        });
         };
         if (split_rows) {
 #pragma omp for schedule(dynamic, 1)

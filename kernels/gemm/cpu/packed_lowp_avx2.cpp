@@ -32,26 +32,20 @@
 #include "kernels/core/threads.h"
 #include "kernels/gemm/cpu/packed_sgemm.h"
 
+// (the reduced-precision GEMMs' shared scratch and ceil_div; see its note on GCC's diagnostics)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/gemm/cpu/packed_lowp_kernels.h"
+
 namespace pb::lowp_avx2 {
 namespace {
 
 constexpr int kMr = 16, kNr = 4;
 constexpr int64_t kKc = 512;  // k per block (even): a B sliver 4 KB, an A sliver 16 KB
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-// A 64-byte aligned area of `count` T in `v`, grown as needed.
-template <class T>
-T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
-  if (v.size() < count * sizeof(T) + 64) {
-    if (in_region && inject_scratch_bad_alloc()) throw std::bad_alloc();
-    v.resize(count * sizeof(T) + 64);
-  }
-  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
-  return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
-}
+using lowp::ceil_div;
+using lowp::scratch;
 
 // What a tile does once its sum over this KC block is done.
 struct Epilogue {
@@ -355,27 +349,21 @@ void gemm_u8s8(const LowpGemm& g) {
         }
         // Every B sliver jr in [jr0, jr1) against the block's A slivers (rows [ic, ic + mcv)).
         auto tiles = [&](int64_t ic, int64_t mcv, const int16_t* ap, int64_t jr0, int64_t jr1) {
-          const int64_t n_ir = ceil_div(mcv, kMr);
-          for (int64_t jr = jr0; jr < jr1; ++jr) {
-            const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - jr * kNr));
-            const int64_t col = jc + jr * kNr;
-            for (int64_t ir = 0; ir < n_ir; ++ir) {
-              const int mv = static_cast<int>(std::min<int64_t>(kMr, mcv - ir * kMr));
-              const int64_t row = ic + ir * kMr;
-              Epilogue e{};
-              e.first = pc == 0;
-              e.last = pc + kb >= k;
-              e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
-              e.ldp = mp;
-              e.out = g.dt.out;
-              e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
-              e.ldc = g.ldc;
-              e.scale = scale + row;
-              e.beta = beta_c;
-              const TileFn f = mv > 8 ? tile_of<2>(nv) : tile_of<1>(nv);
-              f(ng, ap + ir * kMr * ng * 2, bp + jr * kNr * ng * 2, mv, e);
-            }
-          }
+          for_each_tile(ic, mcv, kMr, jc, nc, kNr, jr0, jr1,
+                        [&](int64_t jr, int64_t ir, int64_t row, int64_t col, int mv, int nv) {
+                          Epilogue e{};
+                          e.first = pc == 0;
+                          e.last = pc + kb >= k;
+                          e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
+                          e.ldp = mp;
+                          e.out = g.dt.out;
+                          e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
+                          e.ldc = g.ldc;
+                          e.scale = scale + row;
+                          e.beta = beta_c;
+                          const TileFn f = mv > 8 ? tile_of<2>(nv) : tile_of<1>(nv);
+                          f(ng, ap + ir * kMr * ng * 2, bp + jr * kNr * ng * 2, mv, e);
+                        });
         };
         auto pack_rows = [&](int64_t ic, int64_t mcv) {
           for (int64_t s = 0; s < ceil_div(mcv, kMr); ++s) {
@@ -411,4 +399,5 @@ void gemm_u8s8(const LowpGemm& g) {
 }
 
 }  // namespace pb::lowp_avx2
+#pragma GCC diagnostic pop
 #endif

@@ -3,6 +3,7 @@
 // AVX2+FMA 24x4, chosen at run time; a portable one otherwise), OpenMP over the macro-loops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -107,5 +108,19 @@ struct GemmRowBlocks {
   int64_t n_ic = 1;
 };
 GemmRowBlocks gemm_row_blocks(int nt, int64_t m, int64_t n, int64_t mc, int mr, int nr);
+// The reduced-precision drivers' tile loop: every nr-column sliver jr in [jr0, jr1) of the panel
+// of nc columns from jc, against every mr-row sliver of the rows [ic, ic + mcv), as
+// f(jr, ir, row, col, mv, nv): the tile's first row and column of C and its rows and columns.
+template <class F>
+void for_each_tile(int64_t ic, int64_t mcv, int mr, int64_t jc, int64_t nc, int nr, int64_t jr0,
+                   int64_t jr1, F&& f) {
+  const int64_t n_ir = (mcv + mr - 1) / mr;
+  for (int64_t jr = jr0; jr < jr1; ++jr) {
+    const int nv = static_cast<int>(std::min<int64_t>(nr, nc - jr * nr));
+    for (int64_t ir = 0; ir < n_ir; ++ir)
+      f(jr, ir, ic + ir * mr, jc + jr * nr, static_cast<int>(std::min<int64_t>(mr, mcv - ir * mr)),
+        nv);
+  }
+}
 
 }  // namespace pb
