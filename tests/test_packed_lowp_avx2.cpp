@@ -27,19 +27,22 @@ struct Case {
   bool s8;
   float beta;
   int32_t zero;
+  bool trans = false;  // C stored transposed (LowpGemm::c_trans)
 };
 
 std::string name_of(const Case& c) {
   return "m" + std::to_string(c.m) + "n" + std::to_string(c.n) + "k" + std::to_string(c.k) +
          (c.ta ? "t" : "n") + (c.tb ? "t" : "n") + (c.s8 ? " s8" : " f32") + " beta " +
-         std::to_string(c.beta) + " zero " + std::to_string(c.zero);
+         std::to_string(c.beta) + " zero " + std::to_string(c.zero) + (c.trans ? " C^T" : "");
 }
 
 // Runs one case and compares every element of C (and its padding) with the exact reference.
 void check(const Case& c) {
   const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;  // A as stored
   const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;  // B as stored
-  const int64_t lda = ar + 3, ldb = br + 5, ldc = c.m + 4;
+  // C as stored: ldc x outer, element (i, j) at `at` below; rows past the inner size are padding.
+  const int64_t inner = c.trans ? c.n : c.m, outer = c.trans ? c.m : c.n;
+  const int64_t lda = ar + 3, ldb = br + 5, ldc = inner + 4;
   std::vector<int8_t> a(lda * ac);
   std::vector<uint8_t> b(ldb * bc);
   uint32_t x = static_cast<uint32_t>(c.m * 131 + c.n * 17 + c.k);
@@ -50,8 +53,8 @@ void check(const Case& c) {
   for (int64_t i = 0; i < c.m; ++i) a_scale[i] = std::ldexp(1.0f, static_cast<int>(i % 3) - 13);
   const float b_scale = 0.5f, c_scale = c.s8 ? 0.25f : 2.0f, alpha = 2.0f;
 
-  std::vector<float> c32(ldc * c.n);
-  std::vector<int8_t> c8(ldc * c.n);
+  std::vector<float> c32(ldc * outer);
+  std::vector<int8_t> c8(ldc * outer);
   for (size_t i = 0; i < c32.size(); ++i) {
     c32[i] = static_cast<float>(static_cast<int>(next() % 201) - 100);
     c8[i] = static_cast<int8_t>(static_cast<int>(next() % 256) - 128);
@@ -67,17 +70,19 @@ void check(const Case& c) {
   g.c = c.s8 ? static_cast<void*>(c8.data()) : c32.data(), g.ldc = ldc;
   g.alpha = alpha, g.beta = c.beta;
   g.a_scale = a_scale.data(), g.b_scale = b_scale, g.c_scale = c_scale, g.b_zero = c.zero;
+  g.c_trans = c.trans;
   lowp_avx2::gemm_u8s8(g);
 
   const std::string name = name_of(c);
-  for (int64_t j = 0; j < c.n; ++j)
-    for (int64_t i = 0; i < ldc; ++i) {
-      const int64_t at = i + j * ldc;
-      if (i >= c.m) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < ldc; ++in) {
+      const int64_t at = in + o * ldc;
+      const int64_t i = c.trans ? o : in, j = c.trans ? in : o;
+      if (in >= inner) {
         if (c.s8)
-          ASSERT_EQ(c8[at], c8_old[at]) << "padding C(" << i << "," << j << ") written, " << name;
+          ASSERT_EQ(c8[at], c8_old[at]) << "padding C[" << at << "] written, " << name;
         else
-          ASSERT_EQ(c32[at], c32_old[at]) << "padding C(" << i << "," << j << ") written, " << name;
+          ASSERT_EQ(c32[at], c32_old[at]) << "padding C[" << at << "] written, " << name;
         continue;
       }
       int64_t sum = 0;
@@ -114,7 +119,7 @@ TEST(PackedLowpAvx2Smoke, ExactAtTheTileAndBlockEdges) {
         const bool ta = i % 2, tb = (i / 2) % 2, s8 = (i / 4) % 2;
         const float beta = i % 3 == 0 ? 0.0f : i % 3 == 1 ? 1.0f : 0.5f;
         const int32_t zero = i % 4 == 0 ? 0 : i % 4 == 1 ? 3 : i % 4 == 2 ? 128 : 255;
-        check({m, n, k, ta, tb, s8, beta, zero});
+        check({m, n, k, ta, tb, s8, beta, zero, i % 5 == 0});
         ++i;
       }
 }

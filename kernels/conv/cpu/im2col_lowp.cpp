@@ -136,6 +136,21 @@ void LowpFwd::chunk(int64_t n0, const void* src, const void* wei, const QuantPar
       g.a_scale = q.wei_scale.data() + gi * d.ocg();
       g.b_scale = q.src_scale, g.b_zero = q.src_zero, g.c_scale = q.dst_scale;
     }
+    if (c_.no_copy && gemm_packed_lowp_on_avx2(d.dt)) {
+      // The AVX2 u8s8 GEMM writes C transposed: each image's NCHW planes directly, with no
+      // pixel-major result to transpose (which took a third of a 1x1 layer's time, 56x56 64 ->
+      // 256, batch 16).
+      g.c_trans = true;
+      g.ldb = g.n = ohw;
+      g.ldc = ohw;
+      for (int64_t i = 0; i < nb; ++i) {
+        g.b = img + i * d.ic * ihw * in_size;
+        g.c = o + ((n0 + i) * d.oc + gi * d.ocg()) * ohw * out_size;
+        gemm_packed_lowp(g);
+        if (post_) post_image(n0 + i, gi, out);
+      }
+      continue;
+    }
     if (c_.no_copy) {  // 1x1, stride 1, unpadded: each image is its own k x ohw matrix
       for (int64_t i = 0; i < nb; ++i) {
         g.b = img + i * d.ic * ihw * in_size;

@@ -436,6 +436,8 @@ void gemm_packed_lowp(const LowpGemm& g) {
   if (g.a_packed &&
       (g.a_packed->dt.in != g.dt.in || g.a_packed->m != g.m || g.a_packed->k != g.k || g.ta))
     throw RuntimeError("cpu/packed reduced precision: the packed A is of another type or shape");
+  if (g.c_trans && !gemm_packed_lowp_on_avx2(g.dt))
+    throw RuntimeError("cpu/packed reduced precision: a transposed C needs the AVX2 u8s8 kernel");
 #ifdef PB_X86
   if (gemm_packed_lowp_on_avx2(g.dt))
     lowp_avx2::gemm_u8s8(g);

@@ -62,6 +62,9 @@ struct LowpGemm {
   float b_scale = 1, c_scale = 1;
   int32_t b_zero = 0;
   const LowpPackedA* a_packed = nullptr;  // A already interleaved (same dt, m, k), or nullptr
+  // C stored transposed, C(i, j) at c[j + i * ldc] (ldc >= n): the AVX2 u8s8 kernel only
+  // (gemm_packed_lowp_on_avx2), where cpu/im2col writes NCHW planes directly with it.
+  bool c_trans = false;
 };
 void gemm_packed_lowp(const LowpGemm& g);
 

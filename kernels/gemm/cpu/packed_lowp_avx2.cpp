@@ -24,6 +24,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -57,6 +58,7 @@ struct Epilogue {
   int64_t ldc;
   const float* scale;  // per row, padded to whole slivers
   float beta;          // on the old C, in C's units (not read when 0)
+  bool trans;          // C stored transposed: tile element (r, j) at c + r * ldc + j
 };
 
 // Rows < `rows` (at most 8) of one column of C from the fp32 results x.
@@ -92,6 +94,36 @@ __attribute__((target("avx2,fma"))) inline void store8(__m256 x, int rows, const
   std::memcpy(c, old, n);
 }
 
+// C stored transposed (Epilogue::trans): 8 rows from `row` of a 4-column f32 tile, each row's 4
+// values (x0..x3 hold the columns) contiguous: a 4 x 8 register transpose.
+__attribute__((target("avx2,fma"))) inline void store_rows4(__m256 x0, __m256 x1, __m256 x2,
+                                                            __m256 x3, const Epilogue& e, int row) {
+  const __m256 t0 = _mm256_unpacklo_ps(x0, x1), t1 = _mm256_unpackhi_ps(x0, x1);
+  const __m256 t2 = _mm256_unpacklo_ps(x2, x3), t3 = _mm256_unpackhi_ps(x2, x3);
+  const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+  const __m128 vb = _mm_set1_ps(e.beta);
+  for (int r = 0; r < 8; ++r) {  // row r: u[r % 4]'s low (r < 4) or high half
+    __m128 y = r < 4 ? _mm256_castps256_ps128(u[r]) : _mm256_extractf128_ps(u[r - 4], 1);
+    float* c = static_cast<float*>(e.c) + (row + r) * e.ldc;
+    if (e.beta != 0.0f) y = _mm_fmadd_ps(vb, _mm_loadu_ps(c), y);
+    _mm_storeu_ps(c, y);
+  }
+}
+
+// One element of C at offset `off` (in elements) from e.c, as store8 computes it.
+inline void store1(float x, const Epilogue& e, int64_t off) {
+  if (e.out == DataType::out_f32) {
+    float* c = static_cast<float*>(e.c) + off;
+    *c = e.beta != 0.0f ? std::fma(e.beta, *c, x) : x;
+    return;
+  }
+  int8_t* c = static_cast<int8_t*>(e.c) + off;
+  if (e.beta != 0.0f) x = std::fma(e.beta, static_cast<float>(*c), x);
+  x = std::min(std::max(x, -128.0f), 127.0f);
+  *c = static_cast<int8_t>(std::nearbyint(x));
+}
+
 // V vectors of 8 rows, NV columns: acc(j, rows) += sum over ng pairs of k of A x B.
 template <int V, int NV>
 __attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, const int16_t* b,
@@ -123,6 +155,7 @@ __attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, cons
         acc[j][v] = _mm256_add_epi32(acc[j][v], _mm256_madd_epi16(av[v], bj));
     }
   }
+  __m256 x[NV][V];
 #pragma GCC unroll 6
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 2
@@ -133,11 +166,26 @@ __attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, cons
         _mm256_storeu_si256(p, acc[j][v]);
         continue;
       }
-      if (mv <= 8 * v) continue;
-      const __m256 x =
-          _mm256_mul_ps(_mm256_cvtepi32_ps(acc[j][v]), _mm256_loadu_ps(e.scale + 8 * v));
-      store8(x, mv - 8 * v, e, j * e.ldc + 8 * v);
+      x[j][v] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[j][v]), _mm256_loadu_ps(e.scale + 8 * v));
+      if (!e.trans && mv > 8 * v) store8(x[j][v], mv - 8 * v, e, j * e.ldc + 8 * v);
     }
+  if (!e.last || !e.trans) return;
+#pragma GCC unroll 2
+  for (int v = 0; v < V; ++v) {
+    const int rows = std::min(mv - 8 * v, 8);
+    if (rows <= 0) break;
+    if constexpr (NV == 4) {
+      if (rows == 8 && e.out == DataType::out_f32) {
+        store_rows4(x[0][v], x[1][v], x[2][v], x[3][v], e, 8 * v);
+        continue;
+      }
+    }
+    // A partial tile, or s8: through memory, element by element.
+    alignas(32) float t[NV][8];
+    for (int j = 0; j < NV; ++j) _mm256_store_ps(t[j], x[j][v]);
+    for (int r = 0; r < rows; ++r)
+      for (int j = 0; j < NV; ++j) store1(t[j][r], e, (8 * v + r) * e.ldc + j);
+  }
 }
 
 using TileFn = void (*)(int64_t, const int16_t*, const int16_t*, int, const Epilogue&);
@@ -357,7 +405,9 @@ void gemm_u8s8(const LowpGemm& g) {
                           e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
                           e.ldp = mp;
                           e.out = g.dt.out;
-                          e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * out_size;
+                          e.trans = g.c_trans;
+                          e.c = static_cast<char*>(g.c) +
+                                (g.c_trans ? row * g.ldc + col : col * g.ldc + row) * out_size;
                           e.ldc = g.ldc;
                           e.scale = scale + row;
                           e.beta = beta_c;
