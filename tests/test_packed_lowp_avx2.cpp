@@ -135,5 +135,26 @@ TEST(PackedLowpAvx2Smoke, ExactOnTwoThreadsSplittingRowsOrColumns) {
     }
 }
 
+// A sum longer than an int32 holds for every data (k > 65793): all weights -128, all sources 255
+// with zero point 0 give -128 * 255 * k, past INT32_MIN at k = 70000. Each 512-deep block stays
+// int32 and the blocks add in fp32, so the result is within k / 512 fp32 roundings of the sum.
+TEST(PackedLowpAvx2Smoke, SumsPastInt32AddBlocksInFp32) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "no AVX2 and FMA";
+  const int64_t m = 17, n = 3, k = 70000;
+  std::vector<int8_t> a(m * k, -128);
+  std::vector<uint8_t> b(k * n, 255);
+  std::vector<float> c(m * n, 0.0f), scale(m, 1.0f);
+  LowpGemm g;
+  g.dt = DataType::parse("u8s8", "dt");
+  g.m = m, g.n = n, g.k = k;
+  g.a = a.data(), g.lda = m, g.b = b.data(), g.ldb = k, g.c = c.data(), g.ldc = m;
+  g.a_scale = scale.data(), g.beta = 0;
+  lowp_avx2::gemm_u8s8(g);
+  const double want = -128.0 * 255.0 * k;
+  for (int64_t i = 0; i < m * n; ++i)
+    ASSERT_NEAR(c[i], want, 1e-5 * std::fabs(want)) << "C[" << i << "]";
+}
+
 }  // namespace lowp_avx2_test
 }  // namespace pb

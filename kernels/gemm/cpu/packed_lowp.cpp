@@ -91,8 +91,11 @@ bool gemm_packed_lowp_on_avx2(const DataType& dt) {
 std::string gemm_packed_lowp_unsupported(const DataType& dt) {
   if (gemm_packed_lowp_on_avx2(dt)) return "";
   const std::string why = gemm_packed_lowp_avx512_unsupported(dt);
-  if (why.empty() || dt.in != DataType::bf16 || std::string(vmath::isa()) == "avx512") return why;
-  return why + "; AVX2 has no bf16 arithmetic (u8s8 runs there, exactly, on vpmaddwd)";
+  if (why.empty() || std::string(vmath::isa()) == "avx512") return why;
+  if (dt.in == DataType::bf16)
+    return why + "; AVX2 has no bf16 arithmetic (u8s8 runs there, exactly, on vpmaddwd)";
+  if (dt.in == DataType::u8s8) return why + "; its AVX2 u8s8 kernel needs the avx2 path";
+  return why;
 }
 
 #ifdef PB_X86

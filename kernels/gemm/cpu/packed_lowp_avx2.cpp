@@ -5,8 +5,9 @@
 // is not offered here. This path widens both operands to int16 while packing, the source with
 // its zero point already subtracted (|B - z| <= 255), and multiplies pairs with vpmaddwd: two
 // int16 x int16 products (|a (B - z)| <= 128 * 255) summed into an int32 lane, exactly. The sums
-// stay int32 over the whole of k (partials of earlier KC blocks wait in an int32 panel), and the
-// epilogue scales them once: C = scale[i] * sum + beta * C, as the AVX-512 path's epilogue.
+// stay int32 over the whole of k (partials of earlier KC blocks wait in an int32 panel) up to
+// k = 65793, the most an int32 holds for any data (beyond it, see kMaxExactK), and the epilogue
+// scales them once: C = scale[i] * sum + beta * C, as the AVX-512 path's epilogue.
 //
 // Loop nest and threading as the packed SGEMM (packed_sgemm.cpp): KC blocks of the sum, B packed
 // into NR-column slivers shared by the threads, A into MR-row slivers per thread (a block of
@@ -44,6 +45,10 @@ namespace {
 
 constexpr int kMr = 16, kNr = 4;
 constexpr int64_t kKc = 512;  // k per block (even): a B sliver 4 KB, an A sliver 16 KB
+// The longest sum an int32 holds whatever the data: |a (b - z)| <= 128 * 255 a product. Longer
+// sums (DeepBench's K = 500000) keep each block's sum in int32 (at most 512 * 32640 = 2^24 - 2^15,
+// exact in fp32) and add the blocks in fp32, as the AVX-512 path adds its blocks into an fp32 C.
+constexpr int64_t kMaxExactK = 2147483647 / (128 * 255);
 
 using lowp::ceil_div;
 using lowp::scratch;
@@ -59,6 +64,7 @@ struct Epilogue {
   const float* scale;  // per row, padded to whole slivers
   float beta;          // on the old C, in C's units (not read when 0)
   bool trans;          // C stored transposed: tile element (r, j) at c + r * ldc + j
+  bool fp32_panel;     // the panel holds fp32 partial sums (k > kMaxExactK), not int32
 };
 
 // Rows < `rows` (at most 8) of one column of C from the fp32 results x.
@@ -160,13 +166,25 @@ __attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, cons
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
-      __m256i* p = reinterpret_cast<__m256i*>(e.panel + j * e.ldp + 8 * v);
-      if (!e.first) acc[j][v] = _mm256_add_epi32(acc[j][v], _mm256_loadu_si256(p));
-      if (!e.last) {
-        _mm256_storeu_si256(p, acc[j][v]);
-        continue;
+      int32_t* p = e.panel + j * e.ldp + 8 * v;
+      __m256 f;
+      if (e.fp32_panel) {  // this block's sum in fp32, added to the earlier blocks' in fp32
+        f = _mm256_cvtepi32_ps(acc[j][v]);
+        if (!e.first) f = _mm256_add_ps(f, _mm256_loadu_ps(reinterpret_cast<float*>(p)));
+        if (!e.last) {
+          _mm256_storeu_ps(reinterpret_cast<float*>(p), f);
+          continue;
+        }
+      } else {
+        __m256i* q = reinterpret_cast<__m256i*>(p);
+        if (!e.first) acc[j][v] = _mm256_add_epi32(acc[j][v], _mm256_loadu_si256(q));
+        if (!e.last) {
+          _mm256_storeu_si256(q, acc[j][v]);
+          continue;
+        }
+        f = _mm256_cvtepi32_ps(acc[j][v]);
       }
-      x[j][v] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[j][v]), _mm256_loadu_ps(e.scale + 8 * v));
+      x[j][v] = _mm256_mul_ps(f, _mm256_loadu_ps(e.scale + 8 * v));
       if (!e.trans && mv > 8 * v) store8(x[j][v], mv - 8 * v, e, j * e.ldc + 8 * v);
     }
   if (!e.last || !e.trans) return;
@@ -350,7 +368,7 @@ void gemm_u8s8(const LowpGemm& g) {
   const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_max, kMr, kNr);
   const bool split_rows = blocks.split_rows;
   const int64_t n_ic = blocks.n_ic;
-  const bool panel = k > kb;  // int32 partial sums across KC blocks
+  const bool panel = k > kb;  // partial sums across KC blocks (int32; fp32 past kMaxExactK)
   // A packed once (pack_a_whole): KC block pc's slivers at pre + pc * mp, as a block's here.
   const int16_t* pre =
       g.a_packed && !g.ta ? static_cast<const int16_t*>(g.a_packed->blocks()) : nullptr;
@@ -400,6 +418,7 @@ void gemm_u8s8(const LowpGemm& g) {
           for_each_tile(ic, mcv, kMr, jc, nc, kNr, jr0, jr1,
                         [&](int64_t jr, int64_t ir, int64_t row, int64_t col, int mv, int nv) {
                           Epilogue e{};
+                          e.fp32_panel = k > kMaxExactK;
                           e.first = pc == 0;
                           e.last = pc + kb >= k;
                           e.panel = pn ? pn + jr * kNr * mp + row : nullptr;
