@@ -126,7 +126,8 @@ inline void store1(float x, const Epilogue& e, int64_t off) {
   }
   int8_t* c = static_cast<int8_t*>(e.c) + off;
   if (e.beta != 0.0f) x = std::fma(e.beta, static_cast<float>(*c), x);
-  x = std::min(std::max(x, -128.0f), 127.0f);
+  x = x > -128.0f ? x : -128.0f;  // (maxps and minps: a NaN gives the bound)
+  x = x < 127.0f ? x : 127.0f;
   *c = static_cast<int8_t>(std::nearbyint(x));
 }
 
@@ -166,7 +167,7 @@ __attribute__((target("avx2,fma"))) void tile(int64_t ng, const int16_t* a, cons
   for (int j = 0; j < NV; ++j)
 #pragma GCC unroll 2
     for (int v = 0; v < V; ++v) {
-      int32_t* p = e.panel + j * e.ldp + 8 * v;
+      int32_t* p = e.panel ? e.panel + j * e.ldp + 8 * v : nullptr;  // (none for one block)
       __m256 f;
       if (e.fp32_panel) {  // this block's sum in fp32, added to the earlier blocks' in fp32
         f = _mm256_cvtepi32_ps(acc[j][v]);
