@@ -116,13 +116,14 @@ DotPass dot_pass(Dot kind, int nthreads, long iters) {
   }
   double t = now() - t0;
   if (sink == 12345.f) t += 1;  // keep the loops alive
-    // Per instruction and lane: 2 bf16 products or 4 u8 x s8 products (AVX2: 2 int16 products,
-    // 8 lanes), 2 operations each.
+  // Per instruction and lane: 2 bf16 products or 4 u8 x s8 products, 2 operations each; without
+  // VNNI (u8s8_avx2_loop), 2 int16 products in each of 8 lanes.
+  double per_instr = 16.0 * (kind == Dot::bf16 ? 4 : 8);
+  int acc = kAcc;
 #if defined(__x86_64__)
-  if (kind == Dot::u8s8 && !vnni()) return {32.0 * kAccAvx2 * iters * nthreads / t, share};
+  if (kind == Dot::u8s8 && !vnni()) per_instr = 16.0 * 2, acc = kAccAvx2;
 #endif
-  const double per_instr = 16.0 * (kind == Dot::bf16 ? 4 : 8);
-  return {per_instr * kAcc * iters * nthreads / t, share};
+  return {per_instr * acc * iters * nthreads / t, share};
 }
 
 }  // namespace pb::probe
