@@ -37,6 +37,13 @@ namespace sgemm_kernels {
 
 namespace {
 constexpr int64_t kKc = 256;  // the sum's block: a 48 x 256 A chunk is 48 KB, a B sliver 8 KB
+// The AVX2 path's: a B sliver (512 x 4) is 8 KB there too, and C is read and written half as
+// often. Zen 3 family 25, 2 threads, ms kc 256 -> 512 (primbench run, medians of 3 alternating
+// runs): 2560x2560x2560 188.5 -> 184.2, 2048x2048x2048 100.1 -> 95.8, 1760x7000x1760 249.0 ->
+// 242.1, 512x24000x1536 237.5 -> 229.9 (A^T 236.6 -> 223.8), 35x8457x4096 (B in place) 26.3 ->
+// 22.3 (medians of 7); 512x512x512 and 1024x700x512 even (1.61 -> 1.64, 4.20 -> 4.17). The A
+// block keeps its bytes (half of L2: 120 rows at 512 deep), the direct path its depths.
+constexpr int64_t kKc2 = 512;
 
 Config make_config() {
   Config c{"generic", kernel_generic, in_place_generic, kMrGen, kNrGen, kKc, 0, 0};
@@ -45,7 +52,7 @@ Config make_config() {
   if (isa == "avx512")
     c = {"avx512", kernel_avx512, in_place_avx512, kMr512, kNr512, kKc, 0, 0};
   else if (isa == "avx2")
-    c = {"avx2", kernel_avx2, in_place_avx2, kMr256, kNr256, kKc, 0, 0};
+    c = {"avx2", kernel_avx2, in_place_avx2, kMr256, kNr256, kKc2, 0, 0};
 #endif
   // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads); the
   // sizes one core sees, from sysfs.
@@ -315,7 +322,11 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
       direct_shape && avx2_path && sliver_fits_l1(a, lda, static_cast<int>(mr), kKcL1);
   const bool direct_a =
       direct_shape && !(avx2_path && !l1_depth && ceil_div(n, nr) >= kPackedMinBSlivers);
-  GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, cf.mc, mr, nr);
+  // A row block holds mc x kc floats at the full depth; at most kKc deep it holds the rows of kKc
+  // (the AVX-512 path's blocks, and the AVX2 path's before its kc grew, whatever k).
+  const int64_t kc1 = std::min(k, kc_max);
+  const int64_t mc_rows = std::max<int64_t>(mr, cf.mc * kc_max / std::max(kc1, kKc) / mr * mr);
+  GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_rows, mr, nr);
   // At least 32 B slivers (256 columns) per thread: the threads split the columns. Each packs its
   // own B slivers into its own buffer and all the rows of A, block by block, into its own: nothing
   // is shared, so there is no barrier, each B line is packed and read by one core, B is streamed
@@ -349,7 +360,6 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // Columns split: each thread packs A in n_cb blocks of at most the capacity of one row block
   // (mc x kc floats), so that more rows go in one block where the sum is short (all of AlexNet
   // fc8's 1000 rows at k = 16: each thread then writes C column after column).
-  const int64_t kc1 = std::min(k, kc_max);
   const int64_t n_cb = ceil_div(n_sl, std::max<int64_t>(1, cf.mc * kc_max / kc1 / mr));
   const int64_t mc_cb = ceil_div(n_sl, n_cb) * mr;
   auto block_rows = [&](int64_t blk, int64_t* ic, int64_t* mcv) {
@@ -368,9 +378,11 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // 2.05-2.09, 1000x64x4096 2.78-2.80 -> 2.63-2.66. With aligned columns the half lost
   // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29). The AVX2 path sums 64 deep where
   // that keeps the sliver in L1 (l1_depth, above).
-  const int64_t kc_direct = l1_depth   ? std::min(kc_max, kKcL1)
-                            : lda % 16 ? std::max<int64_t>(1, kc_max / 2)
-                                       : kc_max;
+  const int64_t kc_dir =
+      std::min(kc_max, kKc);  // the AVX2 path's longer blocks are not for A in place
+  const int64_t kc_direct = l1_depth   ? std::min(kc_dir, kKcL1)
+                            : lda % 16 ? std::max<int64_t>(1, kc_dir / 2)
+                                       : kc_dir;
   const int64_t n_jd = ceil_div(n, nr);  // B slivers of the direct path (n <= 128)
   // The AVX-512 kernel's partial tiles load A only as far as row mv, so there a partial last
   // sliver is read in place too (packing it each KC step took a tenth of 512x16x512). Alternating
@@ -412,9 +424,7 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   {
     static thread_local std::vector<float> a_buf;
     float* ap_own = nullptr;
-    errors.run([&] {
-      ap_own = scratch(a_buf, split_rows ? size_t(mc) * kc_max : size_t(mc_cb) * kc1, true);
-    });
+    errors.run([&] { ap_own = scratch(a_buf, size_t(split_rows ? mc : mc_cb) * kc1, true); });
     static thread_local std::vector<float> b_own;
     float* bp_own = nullptr;
     if (direct) errors.run([&] { bp_own = scratch(b_own, size_t(kc_max) * n_jd * nr, true); });
