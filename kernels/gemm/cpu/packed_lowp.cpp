@@ -329,17 +329,11 @@ void driver(const LowpGemm& g) {
   const bool typed_out = g.dt.out != DataType::out_f32;
   const bool panel = typed_out && k > kc_max;  // partial sums wait in fp32
 
-  // Per-row scales: alpha * a_scale * b_scale (/ c_scale for s8), padded to whole slivers.
+  // Per-row scales (u8s8_row_scales), padded to whole slivers.
   static thread_local std::vector<uint8_t> scale_buf, b_buf, panel_buf;
   float* scale = nullptr;
   float beta_c = g.beta;  // beta on C in C's units
-  if (quant) {
-    scale = scratch<float>(scale_buf, n_sl * kMr);
-    const float div = g.dt.out == DataType::out_s8 ? g.c_scale : 1.0f;
-    for (int64_t i = 0; i < n_sl * kMr; ++i)
-      scale[i] = i < m ? g.alpha * g.a_scale[i] * g.b_scale / div : 0.0f;
-    if (g.dt.out != DataType::out_s8) beta_c = g.beta * g.c_scale;
-  }
+  if (quant) scale = u8s8_row_scales(g, n_sl * kMr, scale_buf, &beta_c);
   if (!g.ta && n <= kDirectMaxN) return direct<Tr>(g, scale, beta_c, nt);
   TB* bp = scratch<TB>(b_buf, kcp_max * ceil_div(std::min(n, nc_max), kNr) * kNr);
   float* pn = panel ? scratch<float>(panel_buf, m * std::min(n, nc_max)) : nullptr;

@@ -52,6 +52,7 @@ constexpr int64_t kMaxExactK = 2147483647 / (128 * 255);
 
 using lowp::ceil_div;
 using lowp::scratch;
+using lowp::u8s8_row_scales;
 
 // What a tile does once its sum over this KC block is done.
 struct Epilogue {
@@ -374,17 +375,14 @@ void gemm_u8s8(const LowpGemm& g) {
   const int16_t* pre =
       g.a_packed && !g.ta ? static_cast<const int16_t*>(g.a_packed->blocks()) : nullptr;
 
-  // Per-row scales: alpha * a_scale * b_scale (/ c_scale for s8), padded to whole slivers.
+  // Per-row scales (u8s8_row_scales), padded to whole slivers.
   static thread_local std::vector<uint8_t> scale_buf, b_buf, panel_buf;
-  float* scale = scratch<float>(scale_buf, mp);
-  const bool s8 = g.dt.out == DataType::out_s8;
-  const float div = s8 ? g.c_scale : 1.0f;
-  for (int64_t i = 0; i < mp; ++i) scale[i] = i < m ? g.alpha * g.a_scale[i] * g.b_scale / div : 0;
-  const float beta_c = s8 ? g.beta : g.beta * g.c_scale;
+  float beta_c = 0;
+  const float* scale = u8s8_row_scales(g, mp, scale_buf, &beta_c);
   const int64_t ncb = std::min(n, nc_max);
   int16_t* bp = scratch<int16_t>(b_buf, kcp_max * ceil_div(ncb, kNr) * kNr);
   int32_t* pn = panel ? scratch<int32_t>(panel_buf, mp * ceil_div(ncb, kNr) * kNr) : nullptr;
-  const size_t out_size = s8 ? 1 : 4;
+  const size_t out_size = DataType::bytes_of(g.dt.out);
 
   RegionErrors errors;
 #pragma omp parallel num_threads(nt) if (nt > 1)

@@ -36,6 +36,19 @@ T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
   return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }
 
+// The u8s8 epilogue's per-row scales, alpha * a_scale[i] * b_scale (/ c_scale for an s8 C), zero
+// past row m up to `rows` (whole slivers), in `buf`; *beta_c: beta in C's units.
+inline float* u8s8_row_scales(const LowpGemm& g, int64_t rows, std::vector<uint8_t>& buf,
+                              float* beta_c) {
+  float* scale = scratch<float>(buf, rows);
+  const bool s8 = g.dt.out == DataType::out_s8;
+  const float div = s8 ? g.c_scale : 1.0f;
+  for (int64_t i = 0; i < rows; ++i)
+    scale[i] = i < g.m ? g.alpha * g.a_scale[i] * g.b_scale / div : 0.0f;
+  *beta_c = s8 ? g.beta : g.beta * g.c_scale;
+  return scale;
+}
+
 struct Bf16 {
   using TA = uint16_t;
   using TB = uint16_t;
