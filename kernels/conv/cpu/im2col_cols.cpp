@@ -6,7 +6,7 @@
 
 #include <omp.h>
 
-#if defined(__AVX512BW__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -194,6 +194,29 @@ template void im2col<uint8_t>(const ConvDesc&, const uint8_t*, int64_t, int64_t,
 namespace {
 // Adds row r = (c, ky, kx) of the column matrix, output rows [oy0, oy1) from `in`, into channel
 // c's plane.
+// o[2 i] += s[i] for i in [lo, hi), where o's row has `room` floats from o on: with AVX2, 8 sums
+// at a time as two contiguous vectors of o with s interleaved with zeros, while those stay in
+// the row (the odd positions add +0, which leaves every value but -0 as it was, and -0 == +0).
+// Element by element the strided adds took a fifth of cpu/im2col's bwd_d on ResNet-50's 3x3
+// stride-2 layer (perf).
+void add_stride2(float* o, const float* s, int64_t lo, int64_t hi, int64_t room) {
+  int64_t i = lo;
+#if defined(__AVX2__)
+  const __m256 z = _mm256_setzero_ps();
+  for (; i + 8 <= hi && 2 * i + 16 <= room; i += 8) {
+    const __m256 v = _mm256_loadu_ps(s + i);
+    const __m256 l = _mm256_unpacklo_ps(v, z), h = _mm256_unpackhi_ps(v, z);
+    float* q = o + 2 * i;
+    _mm256_storeu_ps(q, _mm256_add_ps(_mm256_loadu_ps(q), _mm256_permute2f128_ps(l, h, 0x20)));
+    _mm256_storeu_ps(q + 8,
+                     _mm256_add_ps(_mm256_loadu_ps(q + 8), _mm256_permute2f128_ps(l, h, 0x31)));
+  }
+#else
+  (void)room;
+#endif
+  for (; i < hi; ++i) o[2 * i] += s[i];
+}
+
 void col2im_row(const ConvDesc& d, const float* in, int64_t ky, int64_t kx, int64_t oy0,
                 int64_t oy1, float* plane) {
   const int64_t off = kx * (d.dw + 1) - d.pw;
@@ -206,6 +229,8 @@ void col2im_row(const ConvDesc& d, const float* in, int64_t ky, int64_t kx, int6
     const float* s = in + (oy - oy0) * d.ow;
     if (d.sw == 1)
       for (int64_t ox = lo; ox < hi; ++ox) o[ox] += s[ox];
+    else if (d.sw == 2)
+      add_stride2(o, s, lo, hi, d.iw - off);
     else
       for (int64_t ox = lo; ox < hi; ++ox) o[ox * d.sw] += s[ox];
   }
