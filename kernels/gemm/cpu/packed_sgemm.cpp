@@ -106,23 +106,6 @@ __attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64
   transpose8(r);
   for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * dst_stride, r[q]);
 }
-
-// The same for a 4 x 8 block (i < 4, q < 8): an AVX2 B sliver's 4 columns, 8 steps of the sum.
-__attribute__((target("avx2"))) inline void transpose4x8(const float* src, int64_t src_stride,
-                                                         float* dst, int64_t dst_stride) {
-  const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + src_stride);
-  const __m256 r2 = _mm256_loadu_ps(src + 2 * src_stride);
-  const __m256 r3 = _mm256_loadu_ps(src + 3 * src_stride);
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  // u[q]: step q in its low half, step q + 4 in its high half.
-  const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
-                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
-  for (int q = 0; q < 4; ++q) {
-    _mm_storeu_ps(dst + q * dst_stride, _mm256_castps256_ps128(u[q]));
-    _mm_storeu_ps(dst + (q + 4) * dst_stride, _mm256_extractf128_ps(u[q], 1));
-  }
-}
 #endif
 
 }  // namespace

@@ -15,6 +15,7 @@
 #endif
 
 #include "kernels/core/threads.h"
+#include "kernels/core/transpose_avx2.h"
 
 namespace pb::sgemm_kernels {
 
@@ -58,25 +59,6 @@ inline void store_partial(const float* t, int mr, float* c, int64_t ldc, float a
 }
 
 #ifdef PB_X86
-// An 8 x 8 transpose in registers: r[i] lane q -> r[q] lane i.
-__attribute__((target("avx2"), always_inline)) inline void transpose8(__m256 r[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
-    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
-  }
-  for (int i = 0; i < 8; ++i) r[i] = t[i];
-}
 
 constexpr int kMr512 = 48, kNr512 = 8;
 
