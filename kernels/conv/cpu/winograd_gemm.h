@@ -16,6 +16,45 @@ constexpr int kRows = 12;         // tiles per register block (broadcast operand
 constexpr int kCols = 32;         // output channels per panel (two AVX-512 vectors)
 constexpr int kHalf = kRows / 2;  // the AVX2 blocks' rows
 
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+// The AVX2 blocks of both sums: c[r * cs + 0..16) (+)= sum_i a[r * ars + i * aks] *
+// b[i * bks + 0..16), r < 6, i < k (add: onto c). 16 ymm registers hold the 6 x 16 block (12
+// accumulators, 2 b vectors, a broadcast), so a 12 x 32 block takes four passes over the sum;
+// with kPrefetch each pass fetches about k / 2 lines of pf into L2, a line every other step (the
+// four passes: the next k x 32 panel). Before, AVX2 builds ran the plain loops of gemm_block and
+// gemm_block_tn, which GCC kept in memory: Zen 3, 2 threads, ms (primbench run, medians of 3
+// alternating runs), F2 and F4 before -> after: VGG-16 conv5 fwd 128, 111 -> 47, 54 (onednn/auto
+// 85); ResNet-50 res4 3x3 bwd_d 36, 33 -> 15, 15 (28); AlexNet conv3 fwd 51, 44 -> 21, 17 (29);
+// VGG-16 conv1_2 fwd 568, 330 -> 211, 140 (353).
+template <bool kPrefetch = false>
+inline void block6x16(const float* a, int64_t ars, int64_t aks, const float* b, int64_t bks,
+                      float* c, int64_t cs, int64_t k, bool add, const float* pf = nullptr) {
+  __m256 acc[kHalf][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kHalf; ++r) {
+    acc[r][0] = add ? _mm256_loadu_ps(c + r * cs) : _mm256_setzero_ps();
+    acc[r][1] = add ? _mm256_loadu_ps(c + r * cs + 8) : _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const __m256 b0 = _mm256_loadu_ps(b + i * bks), b1 = _mm256_loadu_ps(b + i * bks + 8);
+    if (kPrefetch && !(i & 1))
+      _mm_prefetch(reinterpret_cast<const char*>(pf + (i / 2) * 16), _MM_HINT_T1);
+    const float* ai = a + i * aks;
+#pragma GCC unroll 6
+    for (int r = 0; r < kHalf; ++r) {
+      const __m256 x = _mm256_broadcast_ss(ai + r * ars);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kHalf; ++r) {
+    _mm256_storeu_ps(c + r * cs, acc[r][0]);
+    _mm256_storeu_ps(c + r * cs + 8, acc[r][1]);
+  }
+}
+#endif
+
 // c[r * cs + 0..kCols) = sum_i v[r * vs + i] * u[i * kCols + 0..kCols), r < kRows, i < k.
 // With kPrefetch, the next panel (k x kCols at pf) is fetched into L2 along the way.
 template <bool kPrefetch = false>
@@ -44,38 +83,10 @@ inline void gemm_block(const float* v, int64_t vs, const float* u, float* c, int
     _mm512_store_ps(c + r * cs + 16, acc[r][1]);
   }
 #elif defined(__AVX2__) && defined(__FMA__)
-  // 16 ymm registers hold a 6 x 16 block (12 accumulators, 2 U vectors, a broadcast): the
-  // 12 x 32 block as four passes over the sum. The next panel (2 k lines) is fetched a quarter
-  // per pass, a line every other step. Before, AVX2 builds ran the plain loop below, which GCC
-  // kept in memory: Zen 3, 2 threads, ms (primbench run, medians of 3 alternating runs), F2 -> F4
-  // before, then after: VGG-16 conv5 fwd 128, 111 -> 47, 54 (onednn/auto 85); ResNet-50 res4
-  // 3x3 bwd_d 36, 33 -> 15, 15 (28); AlexNet conv3 fwd 51, 44 -> 21, 17 (29); VGG-16 conv1_2
-  // fwd 568, 330 -> 211, 140 (353).
-  for (int q = 0; q < 4; ++q) {
-    const float* vq = v + (q / 2) * kHalf * vs;
-    const float* uq = u + (q % 2) * 16;
-    float* cq = c + (q / 2) * kHalf * cs + (q % 2) * 16;
-    const float* pq = kPrefetch ? pf + q * (k / 2) * 16 : nullptr;
-    __m256 acc[kHalf][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < kHalf; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < k; ++i) {
-      const __m256 b0 = _mm256_loadu_ps(uq + i * kCols), b1 = _mm256_loadu_ps(uq + i * kCols + 8);
-      if (kPrefetch && !(i & 1))
-        _mm_prefetch(reinterpret_cast<const char*>(pq + (i / 2) * 16), _MM_HINT_T1);
-#pragma GCC unroll 6
-      for (int r = 0; r < kHalf; ++r) {
-        const __m256 a = _mm256_broadcast_ss(vq + r * vs + i);
-        acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-      }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < kHalf; ++r) {
-      _mm256_storeu_ps(cq + r * cs, acc[r][0]);
-      _mm256_storeu_ps(cq + r * cs + 8, acc[r][1]);
-    }
-  }
+  for (int q = 0; q < 4; ++q)  // four 6 x 16 blocks (block6x16)
+    block6x16<kPrefetch>(v + (q / 2) * kHalf * vs, vs, 1, u + (q % 2) * 16, kCols,
+                         c + (q / 2) * kHalf * cs + (q % 2) * 16, cs, k, false,
+                         kPrefetch ? pf + q * (k / 2) * 16 : nullptr);
 #else
   (void)pf;
   float acc[kRows][kCols] = {};
@@ -153,31 +164,9 @@ inline void gemm_block_tn(const float* w, int64_t ws, const float* v, int64_t vs
     _mm512_storeu_ps(c + r * cs + 16, acc[r][1]);
   }
 #elif defined(__AVX2__) && defined(__FMA__)
-  for (int q = 0; q < 4; ++q) {  // 6 x 16 blocks, as gemm_block
-    const int r0 = (q / 2) * kHalf, j0 = (q % 2) * 16;
-    float* cq = c + r0 * cs + j0;
-    __m256 acc[kHalf][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < kHalf; ++r) {
-      acc[r][0] = add ? _mm256_loadu_ps(cq + r * cs) : _mm256_setzero_ps();
-      acc[r][1] = add ? _mm256_loadu_ps(cq + r * cs + 8) : _mm256_setzero_ps();
-    }
-    for (int64_t t = 0; t < k; ++t) {
-      const float* wt = w + t * ws + r0;
-      const __m256 b0 = _mm256_loadu_ps(v + t * vs + j0), b1 = _mm256_loadu_ps(v + t * vs + j0 + 8);
-#pragma GCC unroll 6
-      for (int r = 0; r < kHalf; ++r) {
-        const __m256 a = _mm256_broadcast_ss(wt + r);
-        acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-      }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < kHalf; ++r) {
-      _mm256_storeu_ps(cq + r * cs, acc[r][0]);
-      _mm256_storeu_ps(cq + r * cs + 8, acc[r][1]);
-    }
-  }
+  for (int q = 0; q < 4; ++q)  // four 6 x 16 blocks (block6x16)
+    block6x16(w + (q / 2) * kHalf, 1, ws, v + (q % 2) * 16, vs,
+              c + (q / 2) * kHalf * cs + (q % 2) * 16, cs, k, add);
 #else
   for (int r = 0; r < kRows; ++r) {
     float acc[kCols];

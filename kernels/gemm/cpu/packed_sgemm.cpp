@@ -391,8 +391,8 @@ void sgemm_packed_post(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   // 2.05-2.09, 1000x64x4096 2.78-2.80 -> 2.63-2.66. With aligned columns the half lost
   // (7680x16x2560 2.04 -> 2.23, 1760x16x1760 0.27 -> 0.29). The AVX2 path sums 64 deep where
   // that keeps the sliver in L1 (l1_depth, above).
-  const int64_t kc_dir =
-      std::min(kc_max, kKc);  // the AVX2 path's longer blocks are not for A in place
+  // (The AVX2 path's longer blocks, kKc2, are not for A in place: its depths stay as they were.)
+  const int64_t kc_dir = std::min(kc_max, kKc);
   const int64_t kc_direct = l1_depth   ? std::min(kc_dir, kKcL1)
                             : lda % 16 ? std::max<int64_t>(1, kc_dir / 2)
                                        : kc_dir;
