@@ -192,8 +192,6 @@ template void im2col<uint8_t>(const ConvDesc&, const uint8_t*, int64_t, int64_t,
                               uint8_t);
 
 namespace {
-// Adds row r = (c, ky, kx) of the column matrix, output rows [oy0, oy1) from `in`, into channel
-// c's plane.
 // o[2 i] += s[i] for i in [lo, hi), where o's row has `room` floats from o on: with AVX2, 8 sums
 // at a time as two contiguous vectors of o with s interleaved with zeros, while those stay in
 // the row (the odd positions add +0, which leaves every value but -0 as it was, and -0 == +0).
@@ -217,6 +215,8 @@ void add_stride2(float* o, const float* s, int64_t lo, int64_t hi, int64_t room)
   for (; i < hi; ++i) o[2 * i] += s[i];
 }
 
+// Adds row r = (c, ky, kx) of the column matrix, output rows [oy0, oy1) from `in`, into channel
+// c's plane.
 void col2im_row(const ConvDesc& d, const float* in, int64_t ky, int64_t kx, int64_t oy0,
                 int64_t oy1, float* plane) {
   const int64_t off = kx * (d.dw + 1) - d.pw;
