@@ -28,6 +28,15 @@ __attribute__((target("avx2"), always_inline)) inline void transpose8(__m256 r[8
   for (int i = 0; i < 8; ++i) r[i] = t[i];
 }
 
+// dst[q * ds + i] = src[i * ss + q] for an 8 x 8 block (i, q < 8).
+__attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64_t ss, float* dst,
+                                                         int64_t ds) {
+  __m256 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ss);
+  transpose8(r);
+  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * ds, r[q]);
+}
+
 // dst[q * ds + i] = src[i * ss + q] for a 4 x 8 block (i < 4, q < 8).
 __attribute__((target("avx2"))) inline void transpose4x8(const float* src, int64_t ss, float* dst,
                                                          int64_t ds) {

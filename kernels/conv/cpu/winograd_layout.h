@@ -58,12 +58,7 @@ inline void transpose16(const float* in, int64_t is, float* out, int64_t os) {
   }
 #elif defined(__AVX2__)
   for (int bi = 0; bi < 16; bi += 8)  // four 8 x 8 blocks
-    for (int bj = 0; bj < 16; bj += 8) {
-      __m256 r[8];
-      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + (bi + i) * is + bj);
-      transpose8(r);
-      for (int q = 0; q < 8; ++q) _mm256_storeu_ps(out + (bj + q) * os + bi, r[q]);
-    }
+    for (int bj = 0; bj < 16; bj += 8) transpose8x8(in + bi * is + bj, is, out + bj * os + bi, os);
 #else
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) out[j * os + i] = in[i * is + j];

@@ -97,17 +97,6 @@ bool sliver_fits_l1(const float* a, int64_t lda, int mr, int64_t depth) {
   return true;
 }
 
-#ifdef PB_X86
-// dst[q * dst_stride + i] = src[i * src_stride + q] for an 8 x 8 block (i, q < 8).
-__attribute__((target("avx2"))) inline void transpose8x8(const float* src, int64_t src_stride,
-                                                         float* dst, int64_t dst_stride) {
-  __m256 r[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * src_stride);
-  transpose8(r);
-  for (int q = 0; q < 8; ++q) _mm256_storeu_ps(dst + q * dst_stride, r[q]);
-}
-#endif
-
 }  // namespace
 
 // dst[p * ds + r] = src[r * ss + p] for r < rows, p < cols: the transposing copy of both packs
