@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "kernels/availability.h"
+#include "kernels/core/amx.h"
 #include "kernels/core/io.h"
 #include "kernels/core/machine.h"
 #include "kernels/core/meter.h"
@@ -141,6 +142,7 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"primbench_simd", vmath::isa()},
       {"primbench_sgemm", sgemm_library()},
       {"primbench_sgemm_packed", sgemm_packed_config()},
+      {"primbench_amx", amx::summary()},
       {"energy",
        rapl().available() ? "rapl: " + rapl().zones() : "unavailable: " + rapl().why_not()},
   };

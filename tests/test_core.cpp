@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "kernels/core/amx.h"
 #include "kernels/core/check.h"
 #include "kernels/core/dataset.h"
 #include "kernels/core/error.h"
@@ -148,12 +149,18 @@ TEST(MachineSmoke, ReducedTypePeaksAreMeasured) {
   EXPECT_EQ(peak_scale(DataType::parse("u8s8:s8", "dt")),
             m.u8s8_ops > 0 ? m.u8s8_ops / m.peak_flops : 1);
   // One pass of each: operations counted per instruction (bf16 64, u8s8 128 per zmm), so the
-  // rate is of the order of the fp32 peak (0.1x .. 16x) on any CPU that has it.
+  // rate is of the order of the fp32 peak (0.1x .. 16x) on any CPU that has it. Where the probe
+  // times AMX's tile products instead (16 x 16 x 32 bf16, x 64 u8s8 per instruction), the ISA's
+  // ideal is 16x (bf16) and 32x (int8) the fp32 FMA rate, not 2x and 4x: the upper bound keeps
+  // the same 4x margin over the ideal as VNNI's 16x over its 4x (one Xeon family 6 model 207
+  // pass: u8s8 2.28 TOP/s on a thread, 17x its fp32 peak).
   for (probe::Dot k : {probe::Dot::bf16, probe::Dot::u8s8}) {
     if (!probe::has_dot(k)) continue;
+    const bool tiles = amx::usable(k == probe::Dot::bf16 ? amx::Kind::bf16 : amx::Kind::int8);
+    const double ideal = tiles ? (k == probe::Dot::bf16 ? 16 : 32) : 4;
     const double ops = probe::dot_pass(k, 1, probe::dot_iters(k) / 10).ops;
     EXPECT_GT(ops, 0.1 * m.peak_flops / m.threads);
-    EXPECT_LT(ops, 16 * m.peak_flops / m.threads);
+    EXPECT_LT(ops, 4 * ideal * m.peak_flops / m.threads);
   }
 }
 

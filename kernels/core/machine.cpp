@@ -2,6 +2,8 @@
 // (warmed up, best of several passes, cached per machine, thread count and build).
 #include "kernels/core/machine.h"
 
+#include "kernels/core/amx.h"
+
 #include <omp.h>
 #include <sched.h>
 #include <unistd.h>
@@ -289,13 +291,15 @@ std::string probe_dir() {
   return "";
 }
 
-// What a cached probe must match: the CPU, the thread count and the build.
+// What a cached probe must match: the CPU, the thread count, the build and the AMX state (its
+// tile products are the reduced types' rates where they run).
 std::string probe_key(int threads) {
   const CpuFacts& c = cpu_facts();
   const BuildInfo& b = build_info();
   return c.vendor + "|" + c.model + "|" + c.family + "|" + c.model_id + "|" +
          std::to_string(c.hw_threads) + "|t" + std::to_string(threads) + "|" + b.commit +
-         (b.dirty == "1" ? "+dirty" : "") + "|" + b.compiler + "|" + b.flags;
+         (b.dirty == "1" ? "+dirty" : "") + "|" + b.compiler + "|" + b.flags + "|amx " +
+         amx::summary();
 }
 
 std::string key_file(const std::string& dir, const std::string& key) {
