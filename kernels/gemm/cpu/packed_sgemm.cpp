@@ -54,12 +54,11 @@ Config make_config() {
   else if (isa == "avx2")
     c = {"avx2", kernel_avx2, in_place_avx2, kMr256, kNr256, kKc2, 0, 0};
 #endif
-  // The A block takes half of L2, the B panel a quarter of L3 (shared by the threads); the
-  // sizes one core sees, from sysfs.
+  // The A block takes half of L2 (the size one core sees, from sysfs), the B panel
+  // gemm_b_panel_bytes (shared by the threads).
   const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
-  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   c.mc = std::max<int64_t>(c.mr, l2 / 2 / (c.kc * 4) / c.mr * c.mr);
-  c.nc = std::max<int64_t>(c.nr, l3 / 4 / (c.kc * 4) / c.nr * c.nr);
+  c.nc = std::max<int64_t>(c.nr, gemm_b_panel_bytes() / (c.kc * 4) / c.nr * c.nr);
   c.mu = c.kernel == kernel_generic ? c.mr : c.mr / 3;
   return c;
 }
@@ -237,6 +236,10 @@ std::string sgemm_packed_config() {
 int gemm_threads(int64_t m, int64_t n, int64_t k) {
   if (omp_in_parallel() || 2.0 * m * n * k < double(1 << 21)) return 1;
   return omp_get_max_threads();
+}
+
+int64_t gemm_b_panel_bytes() {
+  return std::min<int64_t>(static_cast<int64_t>(cache_bytes(3, 8 << 20)) / 4, int64_t(8) << 20);
 }
 
 // With at most two slivers per thread in one row block (and columns enough for two slivers per

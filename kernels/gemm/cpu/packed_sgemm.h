@@ -94,6 +94,14 @@ void transpose_words(const void* src, int64_t ss, int rows, int64_t cols, void* 
 // oneDNN's 2.4 (Zen 5 family 26, 2 threads).
 void transpose_matrix(const float* in, int64_t rows, int64_t cols, float* out, bool par = true);
 std::string sgemm_packed_config();
+// The bytes of the packed B panel (KC x NC) that a GEMM's threads share in L3 (cpu/packed, every
+// type): a quarter of L3 as sysfs gives it for one core, at most 8 MiB. A VM may see its whole
+// socket's L3 (an Emerald Rapids Xeon, model 207, has up to 320 MB), shared with other tenants:
+// a quarter of that is a panel of tens of thousands of columns that no core keeps, and it sized
+// the tests that cross one NC panel past CI's limits under TSan there. 8 MiB is a 32 MB L3's
+// quarter (Zen 4/5: NC 8192 at KC 256, unchanged there); BLIS's Skylake-X SGEMM panel is 4.5 MB
+// (NC 3072 x KC 384).
+int64_t gemm_b_panel_bytes();
 // The threads a GEMM of m x n x k runs on (cpu/packed, every type): 1 inside a parallel region
 // (one level of threads) or when 2mnk is under 2^21 FLOP (about 10 us of one core here), where
 // waking and joining the others costs more than they save (672 steps of a 32 x 1 x 32 RNN GEMM:
