@@ -2,8 +2,9 @@
 // weights): the in-place path for few columns (N <= 64) reads the packed blocks instead of A. On
 // integer data every sum is exact, so the packed and the unpacked calls must both equal the fp64
 // reference exactly, with rows around the 64-row block, columns around the 4-column group and the
-// 64-column limit, sums around the groups of 2 (bf16) and 4 (u8s8) and past the unpacked path's
-// sum chunks, padded leading dimensions, beta 0 and 1. Skipped where this CPU lacks the type.
+// 64-column limit (and up to 128 on a large A), sums around the groups of 2 (bf16) and 4 (u8s8) and
+// past the unpacked path's sum chunks, padded leading dimensions, beta 0 and 1. Skipped where this
+// CPU lacks the type.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -21,7 +22,8 @@ struct Shape {
   int64_t m, n, k;
 };
 
-void check(const DataType& dt, const Shape& s, float beta) {
+// row_step > 1: only every row_step-th row of C (and the last) is compared with the reference.
+void check(const DataType& dt, const Shape& s, float beta, int64_t row_step = 1) {
   const bool u8 = dt.in == DataType::u8s8;
   const int64_t lda = s.m + 5, ldb = s.k + 3, ldc = s.m + 2;
   const int32_t zero = u8 ? 128 : 0;
@@ -71,6 +73,7 @@ void check(const DataType& dt, const Shape& s, float beta) {
         ASSERT_EQ(with[at], c0[at]) << "padding C(" << i << "," << j << ") written, " << name;
         continue;
       }
+      if (i % row_step != 0 && i != s.m - 1) continue;
       double sum = 0;
       for (int64_t p = 0; p < s.k; ++p) sum += av[i + p * lda] * bv[p + j * ldb];
       const double sc = u8 ? scale[i] * 0.25 : 1.0;
@@ -96,6 +99,19 @@ TEST(PackedLowpASmoke, PackedAEqualsUnpackedAtTheBlockEdges) {
           for (float beta : {0.0f, 1.0f}) check(dt, {m, n, k}, beta);
           ++ran;
         }
+  }
+  if (ran == 0) GTEST_SKIP() << "no reduced type runs on this CPU";
+}
+
+// 32-128 columns of a large A (12-25 MB): the unpacked call reads A in place (over 64 columns:
+// more column groups per block, longer sum chunks), the packed one takes the packed path over 64
+// columns; rows past a 64-row block's edge, sums past the chunks and the groups of 2 and 4.
+TEST(PackedLowpASmoke, WideProductsOfALargeA) {
+  int ran = 0;
+  for (const char* type : {"bf16", "u8s8"}) {
+    const DataType dt = DataType::parse(type, "dt");
+    if (!gemm_packed_lowp_unsupported(dt).empty()) continue;
+    for (int64_t n : {32, 64, 65, 100, 128}) check(dt, {4000, n, 3101}, 1.0f, 37), ++ran;
   }
   if (ran == 0) GTEST_SKIP() << "no reduced type runs on this CPU";
 }

@@ -17,6 +17,7 @@
 #include "kernels/core/dtype.h"
 #include "kernels/gemm/cpu/packed_lowp.h"
 #include "kernels/gemm/cpu/packed_lowp_avx2.h"
+#include "tests/lowp_expected.h"
 
 namespace pb {
 namespace lowp_avx2_test {  // (named: the unity build joins test files)
@@ -93,18 +94,13 @@ void check(const Case& c) {
       }
       // The kernel's order: fp32(sum) * the row's scale, then + beta * C in one rounding.
       const double scale = static_cast<double>(alpha) * a_scale[i] * b_scale / (c.s8 ? c_scale : 1);
-      const double y = static_cast<double>(static_cast<float>(sum)) * scale;
-      if (c.s8) {
-        double v = y + static_cast<double>(c.beta) * c8_old[at];
-        v = std::nearbyint(
-            std::fmin(127.0, std::fmax(-128.0, static_cast<double>(static_cast<float>(v)))));
-        ASSERT_EQ(static_cast<int>(c8[at]), static_cast<int>(v))
+      if (c.s8)
+        ASSERT_EQ(static_cast<int>(c8[at]),
+                  lowp_test::u8s8_s8_expected(sum, scale, c.beta, c8_old[at]))
             << "C(" << i << "," << j << ") sum " << sum << ", " << name;
-      } else {
-        const float want =
-            static_cast<float>(y + static_cast<double>(c.beta) * c_scale * c32_old[at]);
-        ASSERT_EQ(c32[at], want) << "C(" << i << "," << j << ") sum " << sum << ", " << name;
-      }
+      else
+        ASSERT_EQ(c32[at], lowp_test::u8s8_f32_expected(sum, scale, c.beta, c_scale, c32_old[at]))
+            << "C(" << i << "," << j << ") sum " << sum << ", " << name;
     }
 }
 

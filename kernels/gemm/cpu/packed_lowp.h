@@ -1,7 +1,7 @@
 // cpu/packed in reduced precision: the loop nest, cache blocking and threading of the packed
 // SGEMM (packed_sgemm.h) around AVX-512 micro-kernels on the CPU's dot-product instructions:
 // bf16 pairs with vdpbf16ps (AVX512_BF16, fp32 accumulation), u8 x s8 quadruples with vpdpbusd
-// (AVX512_VNNI, int32 accumulation).
+// (AVX512_VNNI, int32 accumulation); on AMX tiles (tdpbf16ps, tdpbusd) where the CPU has them.
 #pragma once
 
 #include <cstdint>

@@ -360,11 +360,10 @@ void gemm_u8s8(const LowpGemm& g) {
   const uint8_t* b = static_cast<const uint8_t*>(g.b);
   const int64_t m = g.m, n = g.n, k = g.k;
   const int64_t kb = block_k(k), kcp_max = kb;
-  // The A block takes half of L2, the B panel a quarter of L3, as in the SGEMM.
+  // The A block takes half of L2, the B panel gemm_b_panel_bytes, as in the SGEMM.
   const int64_t l2 = static_cast<int64_t>(cache_bytes(2, 1 << 20));
-  const int64_t l3 = static_cast<int64_t>(cache_bytes(3, 8 << 20));
   const int64_t mc_max = std::max<int64_t>(kMr, l2 / 2 / (kcp_max * 2) / kMr * kMr);
-  const int64_t nc_max = std::max<int64_t>(kNr, l3 / 4 / (kcp_max * 2) / kNr * kNr);
+  const int64_t nc_max = std::max<int64_t>(kNr, gemm_b_panel_bytes() / (kcp_max * 2) / kNr * kNr);
   const int nt = gemm_threads(m, n, k);
   const int64_t n_sl = ceil_div(m, kMr), mp = n_sl * kMr;
   const GemmRowBlocks blocks = gemm_row_blocks(nt, m, n, mc_max, kMr, kNr);

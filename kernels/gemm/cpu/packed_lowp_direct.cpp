@@ -13,13 +13,15 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/core/machine.h"
 #include "kernels/gemm/cpu/packed_lowp_avx2.h"
 #include "kernels/gemm/cpu/packed_lowp_kernels.h"
 
 namespace pb::lowp {
 namespace {
 
-// op(A) = A with at most kDirectMaxN columns of C (DeepBench's N = 1..64): A is read in place,
+// op(A) = A with at most kDirectMaxN columns of C (DeepBench's N = 1..64; up to twice that where A
+// is large, see the driver): A is read in place,
 // each weight once; packing it would cost more than the few products it feeds. Each thread takes
 // a range of 64-row blocks and walks the sum in chunks: per chunk and block, the G columns of
 // each k group are interleaved in registers (unpack within 128-bit lanes, which permutes the
@@ -37,12 +39,19 @@ inline int interleaved_row(int G, int q, int l) {
   return G == 4 ? lane * 16 + q * 4 + e : (q / 2) * 32 + lane * 8 + (q % 2) * 4 + e;
 }
 
+// Fetches the line `bytes` past p into L1 (the A lines a thread interleaves later; an address
+// past A's end is never touched, only fetched, and a prefetch never faults).
+inline void prefetch_at(const void* p, int64_t bytes) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + bytes), _MM_HINT_T0);
+}
+
 // The chunk [p0, p1) of the 64-row block at a (rows past mv and k past g.k zero) interleaved
 // into u: 4 vectors per k group. u8s8 also adds the block's row sums (for the zero point) to
-// `sums` (4 vectors, in the interleaved order).
+// `sums` (4 vectors, in the interleaved order). pf: when not 0, each column's element pf bytes
+// past the one read is fetched (the block this thread interleaves later; see direct()).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void interleave_u8s8(
     const int8_t* a, int64_t lda, int64_t k, int mv, int64_t p0, int64_t p1, __m512i* u,
-    __m512i* sums) {
+    __m512i* sums, int64_t pf) {
   const __mmask64 rmask = mv >= 64 ? ~__mmask64(0) : (__mmask64(1) << mv) - 1;
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i s[4] = {sums[0], sums[1], sums[2], sums[3]};
@@ -51,6 +60,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void interleave_
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
       x[q] = p + q < k ? _mm512_maskz_loadu_epi8(rmask, a + (p + q) * lda) : _mm512_setzero_si512();
+    if (pf)
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) prefetch_at(a, (p + q) * lda + pf);
     const __m512i t0 = _mm512_unpacklo_epi8(x[0], x[1]), t1 = _mm512_unpackhi_epi8(x[0], x[1]);
     const __m512i t2 = _mm512_unpacklo_epi8(x[2], x[3]), t3 = _mm512_unpackhi_epi8(x[2], x[3]);
     u[0] = _mm512_unpacklo_epi16(t0, t2);
@@ -64,15 +76,22 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void interleave_
   for (int q = 0; q < 4; ++q) sums[q] = s[q];
 }
 
+// The same in bf16 (a block's column is two lines; pf as for u8s8).
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void interleave_bf16(const uint16_t* a,
                                                                           int64_t lda, int64_t k,
                                                                           int mv, int64_t p0,
-                                                                          int64_t p1, __m512i* u) {
+                                                                          int64_t p1, __m512i* u,
+                                                                          int64_t pf) {
   const __mmask32 m0 = mv >= 32 ? ~__mmask32(0) : (__mmask32(1) << mv) - 1;
   const __mmask32 m1 = mv >= 64 ? ~__mmask32(0) : mv <= 32 ? 0 : (__mmask32(1) << (mv - 32)) - 1;
   for (int64_t p = p0; p < p1; p += 2, u += 4) {
     const uint16_t* c0 = a + p * lda;
     const bool second = p + 1 < k;
+    if (pf)
+      for (int q = 0; q < 2; ++q) {
+        prefetch_at(a, 2 * (p + q) * lda + pf);
+        prefetch_at(a, 2 * (p + q) * lda + pf + 64);
+      }
     const __m512i x0 = _mm512_maskz_loadu_epi16(m0, c0), y0 = _mm512_maskz_loadu_epi16(m1, c0 + 32);
     const __m512i x1 = second ? _mm512_maskz_loadu_epi16(m0, c0 + lda) : _mm512_setzero_si512();
     const __m512i y1 =
@@ -95,15 +114,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) acc[j][q] = first ? _mm512_setzero_si512() : state[j * 4 + q];
   for (int64_t grp = 0; grp < ng; ++grp, u += 4, bw += ldw) {
+    // The group's 4 vectors in registers: GCC folded each into its NV dot products as a memory
+    // operand, 4 NV + NV loads per 4 NV dot products, which Zen 5's two 512-bit loads a cycle
+    // could not feed (u8s8 4096x128x4096: 10.0 ms, 22% of the VNNI peak).
+    __m512i uq[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      uq[q] = _mm512_load_si512(u + q);
+      asm("" : "+v"(uq[q]));
+    }
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       const __m512i bj = _mm512_set1_epi32(bw[j]);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         if constexpr (G == 4)
-          acc[j][q] = dot(acc[j][q], bj, u[q]);
+          acc[j][q] = dot(acc[j][q], bj, uq[q]);
         else  // the state holds fp32 lanes as integer vectors
-          acc[j][q] = _mm512_castps_si512(dot(_mm512_castsi512_ps(acc[j][q]), bj, u[q]));
+          acc[j][q] = _mm512_castps_si512(dot(_mm512_castsi512_ps(acc[j][q]), bj, uq[q]));
       }
     }
   }
@@ -162,9 +190,9 @@ void pack_blocks(const void* a, int64_t lda, int64_t m, int64_t k, __m512i* out,
     if constexpr (G == 4) {
       __m512i* s = sums + blk * 4;
       std::memset(s, 0, 4 * sizeof(__m512i));  // no intrinsic outside a target function
-      interleave_u8s8(static_cast<const int8_t*>(a) + r0, lda, k, mv, 0, ng * G, u, s);
+      interleave_u8s8(static_cast<const int8_t*>(a) + r0, lda, k, mv, 0, ng * G, u, s, 0);
     } else {
-      interleave_bf16(static_cast<const uint16_t*>(a) + r0, lda, k, mv, 0, ng * G, u);
+      interleave_bf16(static_cast<const uint16_t*>(a) + r0, lda, k, mv, 0, ng * G, u, 0);
     }
   }
 }
@@ -179,8 +207,31 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
   const int64_t ldw = ceil_div(g.n, kDirectCols) * kDirectCols;
   static thread_local std::vector<uint8_t> bw_buf;
   int32_t* bw = scratch<int32_t>(bw_buf, ng * ldw);
+  // The whole groups as vector moves: op(B) = B's words are a column's G consecutive elements
+  // (a word transpose), B^T's interleave G rows element by element along them (a loop GCC
+  // vectorises); the last partial group and the padding columns one element at a time. Element
+  // by element throughout, this took 5% of u8s8 2560x64x2560 on one thread before the others
+  // started (Zen 5 family 26).
+  int64_t whole = g.k / G;
+  if (!g.tb && g.ldb * sizeof(TB) % 4 == 0) {
+    transpose_words(b, g.ldb * static_cast<int64_t>(sizeof(TB)) / 4, static_cast<int>(g.n), whole,
+                    bw, ldw);
+  } else if (g.tb) {
+    for (int64_t grp = 0; grp < whole; ++grp) {
+      const TB* r = b + grp * G * g.ldb;
+      int32_t* out = bw + grp * ldw;
+      for (int64_t j = 0; j < g.n; ++j) {
+        uint32_t w = 0;
+        for (int q = 0; q < G; ++q)
+          w |= static_cast<uint32_t>(r[q * g.ldb + j]) << (q * 8 * sizeof(TB));
+        out[j] = static_cast<int32_t>(w);
+      }
+    }
+  } else {
+    whole = 0;
+  }
   for (int64_t grp = 0; grp < ng; ++grp)
-    for (int64_t j = 0; j < ldw; ++j) {
+    for (int64_t j = grp < whole ? g.n : 0; j < ldw; ++j) {
       TB w[G] = {};
       for (int q = 0; q < G && j < g.n && grp * G + q < g.k; ++q) {
         const int64_t p = grp * G + q;
@@ -192,8 +243,10 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
                                                   direct_cols<G, 3>, direct_cols<G, 4>};
   // Chunks of the sum: short while N is small (the chunk's columns are the streams the
   // prefetchers follow: 32 measured best of 4..64 on 7680 x {1, 4} x 2560), longer when each
-  // interleaved chunk serves many columns (the states' loads and stores amortised).
-  const int64_t kc = g.n <= 4 ? 32 : 128;
+  // interleaved chunk serves many columns (the states' loads and stores amortised): over 64
+  // columns (see the driver) 256, where u8s8 7680x128x2560 took 6.7 ms at 128 and 5.9 at 256
+  // (7680 x 128 x 2560, 4096 x 128 x 4096, 1760 x 128 x 1760: 128, 256 and 512 measured).
+  const int64_t kc = g.n <= 4 ? 32 : g.n <= kDirectMaxN ? 128 : 256;
   const int64_t n_cg = ceil_div(g.n, kDirectCols);
   const int64_t blocks = ceil_div(g.m, kDirectRows);
   const int threads = static_cast<int>(std::min<int64_t>(nt, blocks));
@@ -216,6 +269,21 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
     }
     return;
   }
+  // Each column's lines of a block are as many streams, lda apart, as the chunk is long: more
+  // than the hardware prefetchers follow, so every interleave waited on them. The interleave
+  // fetches the lines of the block this thread interleaves kAhead blocks later (in this chunk,
+  // or at the start of the next), unless A fits in half of L2, where nothing waits. Zen 5 family
+  // 26, 2 threads, ms without -> with the prefetch, alternating calls in one process (medians of
+  // 21; 1, 3 and 4 blocks ahead measured too): u8s8 7680x32x2560 2.60-2.83 -> 1.60-1.76,
+  // 7680x1x2560 0.49-0.76 -> 0.36-0.44, 8448x4x2816 0.77-2.46 -> 0.60-0.97, 6144x32x2048 1.43 ->
+  // 1.07, 512x8x500000 28.2 -> 16.6; bf16 7680x32x2560 4.58-4.71 -> 2.56-2.63, 7680x4x2560 3.30
+  // -> 0.94, 1024x16x500000 119 -> 78, 4096x16x4096 3.84 -> 2.31; it costs a little where A is
+  // in the caches anyway: 1760x16x1760 u8s8 (3 MB) 0.150 -> 0.155, 512x16x512 (256 KB) 0.017 ->
+  // 0.019, hence only from half of L2 up.
+  constexpr int64_t kAhead = 2;
+  static const double l2 = static_cast<double>(cache_bytes(2, 1 << 20));
+  constexpr int64_t ea = sizeof(typename Tr::TA);  // bytes of an element of A
+  const bool prefetch = double(g.m) * g.k * ea > l2 / 2;
   // No barrier inside: a thread that cannot grow its buffers skips its blocks, and the error is
   // rethrown after the region.
   RegionErrors errors;
@@ -236,11 +304,22 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
         const int mv = static_cast<int>(std::min<int64_t>(kDirectRows, g.m - r0));
         __m512i* st = state + (blk - b0) * per_block;
         __m512i* sums = st + n_cg * kDirectCols * 4;
+        // The block kAhead later in this thread's order, as an offset in bytes from this one.
+        int64_t pf = 0;
+        if (prefetch) {
+          const int64_t later = blk + kAhead;
+          if (later < b1)
+            pf = kAhead * kDirectRows;
+          else if (p1 < g.k)
+            pf = (std::min(b0 + later - b1, b1 - 1) - blk) * kDirectRows + kc * g.lda;
+          pf *= ea;
+        }
         if constexpr (G == 4) {
           if (first) std::memset(sums, 0, 4 * sizeof(__m512i));
-          interleave_u8s8(static_cast<const int8_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, sums);
+          interleave_u8s8(static_cast<const int8_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, sums,
+                          pf);
         } else {
-          interleave_bf16(static_cast<const uint16_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u);
+          interleave_bf16(static_cast<const uint16_t*>(g.a) + r0, g.lda, g.k, mv, p0, p1, u, pf);
         }
         for (int64_t cg = 0; cg < n_cg; ++cg) {
           const int nv = static_cast<int>(std::min<int64_t>(kDirectCols, g.n - cg * kDirectCols));

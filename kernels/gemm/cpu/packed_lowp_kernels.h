@@ -9,12 +9,14 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <vector>
 
 #include "kernels/core/threads.h"
 
 #include "kernels/gemm/cpu/packed_lowp.h"
+#include "kernels/gemm/cpu/packed_sgemm.h"
 
 namespace pb::lowp {
 
@@ -66,6 +68,57 @@ inline __mmask16 rows_mask(int rows) {
   return rows >= 16 ? __mmask16(0xFFFF) : rows <= 0 ? __mmask16(0) : __mmask16((1u << rows) - 1);
 }
 
+// G runs of 16 elements (src[q][0..15]; nullptr: zeros; elements >= the mask's count zero)
+// interleaved into 16 words of G elements: element r * G + q of the result is src[q][r]. The
+// packs' group step: G columns of A (or rows of B^T) into one 64-byte line of a sliver or tile.
+template <int G, class T>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) inline __m512i interleave16(
+    const T* const* src, __mmask16 k) {
+  if constexpr (G == 2) {
+    static const __m512i idx =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m256i x0 = src[0] ? _mm256_maskz_loadu_epi16(k, src[0]) : _mm256_setzero_si256();
+    const __m256i x1 = src[1] ? _mm256_maskz_loadu_epi16(k, src[1]) : _mm256_setzero_si256();
+    return _mm512_permutexvar_epi16(idx, _mm512_inserti64x4(_mm512_castsi256_si512(x0), x1, 1));
+  } else {
+    static const __m512i idx = _mm512_set_epi8(
+        63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27, 11, 58, 42, 26,
+        10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20,
+        4, 51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+    __m512i v = _mm512_setzero_si512();
+    if (src[0]) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, src[0]), 0);
+    if (src[1]) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, src[1]), 1);
+    if (src[2]) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, src[2]), 2);
+    if (src[3]) v = _mm512_inserti32x4(v, _mm_maskz_loadu_epi8(k, src[3]), 3);
+    return _mm512_permutexvar_epi8(idx, v);
+  }
+}
+
+// op(A) = A^T rows [r0, r0 + rows) x sum [p0, p0 + kc) (row i of op(A) is column i of A, the
+// sum contiguous) into `groups` groups of ds rows each: element (g * ds + r) * G + q, zero for
+// rows >= `rows` and past kc. A group of G is one word, so whole groups are a word transpose
+// where lda keeps the words aligned (the SGEMM's 8 x 8 transposes), the rest element by element.
+// The packs of both reduced-precision drivers (48-row slivers, 16-row AMX tiles).
+template <class T, int G>
+inline void transpose_groups(const T* a, int64_t lda, int64_t r0, int rows, int64_t p0, int64_t kc,
+                             int64_t groups, int ds, T* dst) {
+  const int64_t full = kc / G < groups ? kc / G : groups;
+  int64_t g0 = 0;
+  if (lda % G == 0) {
+    transpose_words(a + r0 * lda + p0, lda / G, rows, full, dst, ds);
+    g0 = full;
+  }
+  for (int64_t g = g0; g < groups; ++g)
+    for (int r = 0; r < rows; ++r)
+      for (int q = 0; q < G; ++q) {
+        const int64_t p = g * G + q;
+        dst[(g * ds + r) * G + q] = p < kc ? a[(r0 + r) * lda + p0 + p] : T(0);
+      }
+  for (int64_t g = 0; g < groups && rows < ds; ++g)
+    std::memset(dst + (g * ds + rows) * G, 0, (ds - rows) * G * sizeof(T));
+}
+
 // What the micro-kernel does with its tile once the sum is done.
 struct Epilogue {
   DataType::Out out;  // the type written at c (out_f32 also for the fp32 panel of partials)
@@ -77,6 +130,34 @@ struct Epilogue {
   const float* panel;   // the fp32 partial sums of the earlier KC blocks, or nullptr
   int64_t ldp;
 };
+
+// The epilogue of the tile whose first element is C(row, col), in the KC block from pc of a
+// panel of columns from jc: before the last block of a typed output (`panel`), an fp32 partial
+// into the panel `pn` (m rows; beta 0 in the first block, 1 after); else into C, an f32 output
+// accumulating there across KC blocks, a typed one adding the panel's partials. scale: the
+// per-row scales (u8s8) or nullptr; beta_c: beta in C's units. comp is left to the caller.
+inline Epilogue tile_epilogue(const LowpGemm& g, const float* scale, float beta_c, float* pn,
+                              bool panel, int64_t pc, bool last, int64_t row, int64_t col,
+                              int64_t jc) {
+  Epilogue e{};
+  e.scale = scale ? scale + row : nullptr;
+  e.alpha = g.alpha;
+  float* pt = pn ? pn + (col - jc) * g.m + row : nullptr;
+  if (panel && !last) {
+    e.out = DataType::out_f32;
+    e.c = pt;
+    e.ldc = g.m;
+    e.beta = pc == 0 ? 0.0f : 1.0f;
+  } else {
+    e.out = g.dt.out;
+    e.c = static_cast<char*>(g.c) + (col * g.ldc + row) * static_cast<int64_t>(g.dt.out_bytes());
+    e.ldc = g.ldc;
+    e.beta = pc == 0 || panel ? beta_c : 1.0f;
+    e.panel = panel ? pt : nullptr;
+    e.ldp = g.m;
+  }
+  return e;
+}
 
 // acc: the tile's sums as fp32 (u8s8: compensated and converted); writes rows < mv of column j.
 template <int V>
@@ -134,10 +215,44 @@ __attribute__((target("avx512f,avx512bf16"))) inline __m512 dot(__m512 acc, __m5
   return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
 }
 
-// The in-place path for op(A) = A and N <= kDirectMaxN (packed_lowp_direct.cpp): `scale` the
-// per-row scales (u8s8) or nullptr, `beta_c` beta in C's units, `nt` threads.
+// comp[r] = z * (the sum of row r of a packed s8 operand), r < 16 V (u8s8's zero point): ng
+// group lines `ld` bytes apart, each holding V vectors of 16 rows x 4 bytes (a 48-row sliver:
+// V = 3; an AMX tile: V = 1). Even and odd groups in their own sums, two chains of vpdpbusd.
+template <int V>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void row_sums(const int8_t* p,
+                                                                            int64_t ng, int64_t ld,
+                                                                            int32_t z,
+                                                                            int32_t* comp) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i s0[V], s1[V];
+  for (int v = 0; v < V; ++v) s0[v] = s1[v] = _mm512_setzero_si512();
+  int64_t g = 0;
+  for (; g + 1 < ng; g += 2)
+    for (int v = 0; v < V; ++v) {
+      s0[v] = dot(s0[v], ones, _mm512_loadu_si512(p + g * ld + 64 * v));
+      s1[v] = dot(s1[v], ones, _mm512_loadu_si512(p + (g + 1) * ld + 64 * v));
+    }
+  if (g < ng)
+    for (int v = 0; v < V; ++v) s0[v] = dot(s0[v], ones, _mm512_loadu_si512(p + g * ld + 64 * v));
+  for (int v = 0; v < V; ++v)
+    _mm512_storeu_si512(comp + 16 * v,
+                        _mm512_mullo_epi32(_mm512_add_epi32(s0[v], s1[v]), _mm512_set1_epi32(z)));
+}
+
+// The in-place path for op(A) = A and N <= kDirectMaxN, or up to twice that where A is over
+// half of the threads' L2 (packed_lowp_direct.cpp; the driver's rule in packed_lowp.cpp): `scale`
+// the per-row scales (u8s8) or nullptr, `beta_c` beta in C's units, `nt` threads.
 constexpr int64_t kDirectMaxN = 64;
 template <class Tr>
 void direct(const LowpGemm& g, const float* scale, float beta_c, int nt);
+// op(A) = A^T with at most 64 columns, A read in place in tiles of C^T (packed_lowp_tn.cpp): the
+// same arguments; false, having done nothing, where its rule leaves the product to the packed
+// path (k not a multiple of the group, too few rows per thread, a packed A).
+template <class Tr>
+bool tn_tiles(const LowpGemm& g, const float* scale, float beta_c, int nt);
+// The AMX path (packed_lowp_amx.cpp), where kernels/core/amx.h says the tiles run the type:
+// the same arguments.
+template <class Tr>
+void amx(const LowpGemm& g, const float* scale, float beta_c, int nt);
 
 }  // namespace pb::lowp

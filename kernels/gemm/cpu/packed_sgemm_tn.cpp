@@ -9,6 +9,7 @@
 
 #include "kernels/core/machine.h"
 #include "kernels/core/threads.h"
+#include "kernels/core/transpose_avx512.h"
 #include "kernels/gemm/cpu/packed_sgemm_kernels.h"
 
 #ifdef PB_X86
@@ -217,32 +218,6 @@ constexpr int64_t kBcastMinN = 8;
 // 12544x128x256 2.64-2.72 -> 3.0-3.3, 12544x64x256 even, 3136x128x384 1.01-1.06 -> 0.89-0.90.
 constexpr int64_t kBcastMinK = 384;
 constexpr int64_t kBcastPrefetch = 64;  // floats ahead on each row of A (128, 256: no faster)
-
-// r[i] lane l -> r[l] lane i (a 16 x 16 transpose: within 128-bit lanes, then across them).
-__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  __m512 u[16];  // u[4g + q], 128-bit lane L: rows 4g..4g+3 of column 4L + q
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-  }
-  for (int q = 0; q < 4; ++q) {
-    const __m512 v0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44);
-    const __m512 v1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xEE);
-    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x44);
-    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xEE);
-    r[q] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-    r[4 + q] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-    r[8 + q] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-    r[12 + q] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-  }
-}
 
 // One step p of bcast_tile's sum (a function, not a lambda: a lambda does not take its enclosing
 // function's target attribute, and without -mavx512f the intrinsics would not compile).
