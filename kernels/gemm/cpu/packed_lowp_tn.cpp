@@ -32,10 +32,10 @@ namespace {
 // tiles of 32 columns for 64 had 9 loads per 14 and lost to the packed path where A sits in the
 // caches (u8s8 3136x64x1024 0.31 -> 0.38 ms). (The SGEMM's tile takes 7 rows too: 14 rows' lines
 // a power-of-two stride apart shared one L1 set.)
-constexpr int kTnRows = 7;          // the most rows of a tile
-constexpr int kTnMaxNv = 4;         // vectors of 16 columns
-constexpr int64_t kTnMaxN = 64;     // up to here (more: the packed tile's reuse)
-constexpr int64_t kTnMinN = 8;      // from here (fewer: the tile computes 16 columns)
+constexpr int kTnRows = 7;       // the most rows of a tile
+constexpr int kTnMaxNv = 4;      // vectors of 16 columns
+constexpr int64_t kTnMaxN = 64;  // up to here (more: the packed tile's reuse)
+constexpr int64_t kTnMinN = 8;   // from here (fewer: the tile computes 16 columns)
 // From this many groups of the sum (fewer: the transposes to store and the row sums cost more
 // than packing A saves; u8s8 3136x64x256 0.084 -> 0.103 ms, 3136x64x512 even).
 constexpr int64_t kTnMinGroups = 256;
@@ -46,7 +46,8 @@ constexpr int64_t kTnMinRows = 56;  // per thread (fewer: the packed path's spli
 
 // One group of the sum: acc[r][v] += word grp of row r (broadcast) . the group's B vector v.
 template <class Tr, int R, int NV>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"), always_inline)) inline void
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"),
+               always_inline)) inline void
 tn_step(int64_t grp, const typename Tr::TA* a, int64_t lda, const int32_t* bp,
         typename Acc<Tr::G>::type (&acc)[R][NV]) {
   constexpr int G = Tr::G;
@@ -111,8 +112,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
 }
 
 template <class Tr>
-using TnFn = void (*)(int64_t, const typename Tr::TA*, int64_t, const int32_t*, const int32_t*,
-                      int, const Epilogue&, const typename Tr::TA*);
+using TnFn = void (*)(int64_t, const typename Tr::TA*, int64_t, const int32_t*, const int32_t*, int,
+                      const Epilogue&, const typename Tr::TA*);
 
 template <class Tr, int NV, size_t... R>
 constexpr std::array<TnFn<Tr>, kTnRows> tn_row(std::index_sequence<R...>) {
@@ -137,8 +138,8 @@ TnFn<Tr> tn_tile_for(int mv, int nv_vectors) {
 // and row by row it waited on each row's lines in turn.
 template <int R>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tn_row_sums(const int8_t* a,
-                                                                         int64_t lda, int64_t kc,
-                                                                         int32_t z, int32_t* comp) {
+                                                                        int64_t lda, int64_t kc,
+                                                                        int32_t z, int32_t* comp) {
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i s[R];
 #pragma GCC unroll 8
@@ -168,8 +169,8 @@ void tn_pack_b(const LowpGemm& g, int64_t grp0, int64_t ngc, int64_t c0, int nv,
   const T* b = static_cast<const T*>(g.b);
   const int64_t ldb = g.ldb;
   if (!g.tb && ldb * static_cast<int64_t>(sizeof(T)) % 4 == 0) {
-    transpose_words(b + c0 * ldb + grp0 * G, ldb * static_cast<int64_t>(sizeof(T)) / 4, nv, ngc,
-                    d, w);
+    transpose_words(b + c0 * ldb + grp0 * G, ldb * static_cast<int64_t>(sizeof(T)) / 4, nv, ngc, d,
+                    w);
     for (int64_t grp = 0; grp < ngc && nv < w; ++grp)
       std::memset(d + grp * w + nv, 0, (w - nv) * sizeof(int32_t));
     return;
