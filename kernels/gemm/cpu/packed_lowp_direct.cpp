@@ -207,38 +207,7 @@ void direct(const LowpGemm& g, const float* scale, float beta_c, int nt) {
   const int64_t ldw = ceil_div(g.n, kDirectCols) * kDirectCols;
   static thread_local std::vector<uint8_t> bw_buf;
   int32_t* bw = scratch<int32_t>(bw_buf, ng * ldw);
-  // The whole groups as vector moves: op(B) = B's words are a column's G consecutive elements
-  // (a word transpose), B^T's interleave G rows element by element along them (a loop GCC
-  // vectorises); the last partial group and the padding columns one element at a time. Element
-  // by element throughout, this took 5% of u8s8 2560x64x2560 on one thread before the others
-  // started (Zen 5 family 26).
-  int64_t whole = g.k / G;
-  if (!g.tb && g.ldb * sizeof(TB) % 4 == 0) {
-    transpose_words(b, g.ldb * static_cast<int64_t>(sizeof(TB)) / 4, static_cast<int>(g.n), whole,
-                    bw, ldw);
-  } else if (g.tb) {
-    for (int64_t grp = 0; grp < whole; ++grp) {
-      const TB* r = b + grp * G * g.ldb;
-      int32_t* out = bw + grp * ldw;
-      for (int64_t j = 0; j < g.n; ++j) {
-        uint32_t w = 0;
-        for (int q = 0; q < G; ++q)
-          w |= static_cast<uint32_t>(r[q * g.ldb + j]) << (q * 8 * sizeof(TB));
-        out[j] = static_cast<int32_t>(w);
-      }
-    }
-  } else {
-    whole = 0;
-  }
-  for (int64_t grp = 0; grp < ng; ++grp)
-    for (int64_t j = grp < whole ? g.n : 0; j < ldw; ++j) {
-      TB w[G] = {};
-      for (int q = 0; q < G && j < g.n && grp * G + q < g.k; ++q) {
-        const int64_t p = grp * G + q;
-        w[q] = g.tb ? b[p * g.ldb + j] : b[j * g.ldb + p];
-      }
-      std::memcpy(bw + grp * ldw + j, w, 4);
-    }
+  b_words<TB, G>(b, g.ldb, g.tb, g.k, static_cast<int>(g.n), 0, ng, static_cast<int>(ldw), bw);
   static constexpr ColsFn<G> cols[kDirectCols] = {direct_cols<G, 1>, direct_cols<G, 2>,
                                                   direct_cols<G, 3>, direct_cols<G, 4>};
   // Chunks of the sum: short while N is small (the chunk's columns are the streams the

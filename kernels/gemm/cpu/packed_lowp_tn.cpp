@@ -159,33 +159,6 @@ row_sums_table(std::index_sequence<R...>) {
   return {tn_row_sums<static_cast<int>(R) + 1>...};
 }
 
-// The B sliver of columns [c0, c0 + nv) over groups [grp0, grp0 + ngc) as [group][w words], zero
-// past nv: op(B) = B with word-aligned columns as a word transpose, else element by element.
-template <class Tr>
-void tn_pack_b(const LowpGemm& g, int64_t grp0, int64_t ngc, int64_t c0, int nv, int w,
-               int32_t* d) {
-  using T = typename Tr::TB;
-  constexpr int G = Tr::G;
-  const T* b = static_cast<const T*>(g.b);
-  const int64_t ldb = g.ldb;
-  if (!g.tb && ldb * static_cast<int64_t>(sizeof(T)) % 4 == 0) {
-    transpose_words(b + c0 * ldb + grp0 * G, ldb * static_cast<int64_t>(sizeof(T)) / 4, nv, ngc, d,
-                    w);
-    for (int64_t grp = 0; grp < ngc && nv < w; ++grp)
-      std::memset(d + grp * w + nv, 0, (w - nv) * sizeof(int32_t));
-    return;
-  }
-  for (int64_t grp = 0; grp < ngc; ++grp)
-    for (int j = 0; j < w; ++j) {
-      T word[G] = {};
-      for (int q = 0; q < G && j < nv; ++q) {
-        const int64_t p = (grp0 + grp) * G + q;
-        word[q] = g.tb ? b[p * ldb + c0 + j] : b[(c0 + j) * ldb + p];
-      }
-      std::memcpy(d + grp * w + j, word, 4);
-    }
-}
-
 }  // namespace
 
 template <class Tr>
@@ -218,7 +191,8 @@ bool tn_tiles(const LowpGemm& g, const float* scale, float beta_c, int nt) {
     for (int64_t pc = 0; pc < k && !errors.failed(); pc += kcb) {
       const int64_t kc = std::min(kcb, k - pc), ngc = kc / G;
       const bool last = pc + kcb >= k;
-      tn_pack_b<Tr>(g, pc / G, ngc, 0, static_cast<int>(n), w, bp);
+      b_words<typename Tr::TB, G>(static_cast<const typename Tr::TB*>(g.b), g.ldb, g.tb, k,
+                                  static_cast<int>(n), pc / G, ngc, w, bp);
       for (int64_t gr = g0; gr < g1; ++gr) {
         const int64_t i = gr * R;
         const int mv = static_cast<int>(std::min<int64_t>(R, m - i));
