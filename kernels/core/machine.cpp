@@ -322,7 +322,8 @@ bool read_cached(const std::string& path, const std::string& key, MachineInfo* m
     if (ls >> k >> x) v[k] = x;
   }
   for (const char* k :
-       {"peak_flops", "triad_bytes", "peak_spread_pct", "triad_spread_pct", "bf16_ops", "u8s8_ops"})
+       {"peak_flops", "triad_bytes", "peak_spread_pct", "triad_spread_pct", "bf16_ops", "u8s8_ops",
+        "fma_scaling", "fma_scaling_expected"})  // an entry of an older build lacks the last two
     if (!v.count(k) || !std::isfinite(v[k]) || v[k] < 0) return false;
   if (v["peak_flops"] <= 0 || v["triad_bytes"] <= 0) return false;
   m->peak_flops = v["peak_flops"];
@@ -332,6 +333,8 @@ bool read_cached(const std::string& path, const std::string& key, MachineInfo* m
   m->bf16_ops = v["bf16_ops"];
   m->u8s8_ops = v["u8s8_ops"];
   if (v.count("cpu_share_pct")) m->cpu_share_pct = v["cpu_share_pct"];
+  m->fma_scaling = v["fma_scaling"];
+  m->fma_scaling_expected = static_cast<int>(v["fma_scaling_expected"]);
   return true;
 }
 
@@ -346,9 +349,10 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "peak_flops %.6e\ntriad_bytes %.6e\npeak_spread_pct %.3f\ntriad_spread_pct %.3f\n"
-                  "cpu_share_pct %.1f\nbf16_ops %.6e\nu8s8_ops %.6e\n",
+                  "cpu_share_pct %.1f\nbf16_ops %.6e\nu8s8_ops %.6e\nfma_scaling %.3f\n"
+                  "fma_scaling_expected %d\n",
                   m.peak_flops, m.triad_bytes, m.peak_spread_pct, m.triad_spread_pct,
-                  m.cpu_share_pct, m.bf16_ops, m.u8s8_ops);
+                  m.cpu_share_pct, m.bf16_ops, m.u8s8_ops, m.fma_scaling, m.fma_scaling_expected);
     f << "key " << key << "\n" << buf;
     if (!f) return false;
   }
@@ -410,6 +414,17 @@ std::string cpu_model() {
   return cpu_facts().model;
 }
 
+namespace {
+// How many times one thread's FMA rate t threads reach on an idle machine: one per physical core
+// they may run on.
+int expected_scaling(int t) {
+  int allowed = t;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = CPU_COUNT(&set);
+  return std::max(1, std::min({t, cpu_facts().cores, allowed}));
+}
+}  // namespace
+
 const MachineInfo& machine_info() {
   static std::mutex mu;
   static std::map<int, MachineInfo> cache;
@@ -430,40 +445,55 @@ const MachineInfo& machine_info() {
     m.source = "cached";
     return cache.emplace(t, m).first->second;
   }
-  constexpr double kNoisy = 10;  // percent: CPU time lost, or spread, past which it is not kept
-  auto noisy = [&](const Passes& p) {
-    return p.cpu_share_pct < 100 - kNoisy || p.spread_pct > kNoisy;
-  };
   // A noisy measurement is tried again (twice at most), to survive a passing load.
-  Passes peak = fma_peak(t);
-  for (int again = 0; again < 2 && noisy(peak); ++again) peak = fma_peak(t);
-  Passes bw = triad(t);
-  m.bf16_ops = dot_peak(probe::Dot::bf16, t);
-  m.u8s8_ops = dot_peak(probe::Dot::u8s8, t);
-  m.peak_flops = peak.best;
-  m.peak_spread_pct = peak.spread_pct;
+  auto measure = [&] {
+    const Passes peak = fma_peak(t);
+    m.peak_flops = peak.best;
+    m.peak_spread_pct = peak.spread_pct;
+    m.cpu_share_pct = peak.cpu_share_pct;
+    m.fma_scaling_expected = expected_scaling(t);
+    m.fma_scaling = m.fma_scaling_expected > 1 ? peak.best / fma_peak(1).best : 1;
+  };
+  measure();
+  for (int again = 0; again < 2 && !probe_noise(m).empty(); ++again) measure();
+  const Passes bw = triad(t);
   m.triad_bytes = bw.best;
   m.triad_spread_pct = bw.spread_pct;
-  m.cpu_share_pct = peak.cpu_share_pct;
-  if (m.cache_file.empty()) {
+  m.bf16_ops = dot_peak(probe::Dot::bf16, t);
+  m.u8s8_ops = dot_peak(probe::Dot::u8s8, t);
+  const std::string noise = probe_noise(m);
+  if (m.cache_file.empty())
     m.source = "measured, not cached: the cache is off";
-  } else if (peak.cpu_share_pct < 100 - kNoisy) {
-    char why[160];
-    std::snprintf(why, sizeof why,
-                  "measured, not cached: in its best pass a thread got %.0f%% of a CPU (a busy "
-                  "machine, or a hypervisor's steal)",
-                  peak.cpu_share_pct);
-    m.source = why;
-  } else if (peak.spread_pct > kNoisy) {
-    m.source = "measured, not cached: its FMA passes spread by more than 10% (a busy machine?)";
-  } else if (bw.spread_pct > 2 * kNoisy) {
-    m.source = "measured, not cached: its triad passes spread by more than 20% (a busy machine?)";
-  } else if (!write_cached(m.cache_file, key, m)) {
+  else if (!noise.empty())
+    m.source = "measured, not cached: " + noise;
+  else if (!write_cached(m.cache_file, key, m))
     m.source = "measured, not cached: cannot write " + m.cache_file;
-  } else {
+  else
     m.source = "measured";
-  }
   return cache.emplace(t, m).first->second;
+}
+
+std::string probe_noise(const MachineInfo& m) {
+  constexpr double kNoisy = 10;  // percent: CPU time lost, or spread, past which it is not kept
+  char why[240];
+  if (m.cpu_share_pct < 100 - kNoisy) {
+    std::snprintf(why, sizeof why,
+                  "in its best pass a thread got %.0f%% of a CPU (a busy machine, or a "
+                  "hypervisor's steal)",
+                  m.cpu_share_pct);
+  } else if (m.peak_spread_pct > kNoisy) {
+    return "its FMA passes spread by more than 10% (a busy machine?)";
+  } else if (m.triad_spread_pct > 2 * kNoisy) {
+    return "its triad passes spread by more than 20% (a busy machine?)";
+  } else if (m.fma_scaling < 0.85 * m.fma_scaling_expected) {
+    std::snprintf(why, sizeof why,
+                  "its %d threads reached %.2f times one thread's FMA rate, not about %d: their "
+                  "cores share FMA units (SMT siblings, or a hypervisor's placement)",
+                  m.threads, m.fma_scaling, m.fma_scaling_expected);
+  } else {
+    return "";
+  }
+  return why;
 }
 
 double peak_scale(const DataType& dt) {

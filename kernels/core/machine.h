@@ -24,6 +24,13 @@ struct MachineInfo {
   // percent: below 90 other processes (or the hypervisor) took the cores from the probe, and its
   // figures are a share of the machine.
   double cpu_share_pct = 100;
+  // The FMA peak over one thread's FMA rate, measured right after it, and what it should be: one
+  // per physical core the threads may run on (min of threads, cores and the affinity's CPUs).
+  // Below 85% of that, the cores share their FMA units (two virtual CPUs on one core's SMT
+  // siblings, a hypervisor's placement), which no CPU-time count shows, and the figure is not
+  // cached. 1 of 1 for one thread.
+  double fma_scaling = 1;
+  int fma_scaling_expected = 1;
   // "measured" (this process), "cached" (read from probe_cache_file(), measured earlier by
   // this build on this machine and thread count), or "measured, not cached: <why>".
   std::string source;
@@ -34,10 +41,13 @@ struct MachineInfo {
 // from the on-disk cache (about 0.5 s when measured). The cache lives in $PRIMBENCH_PROBE_CACHE
 // ("off": none), else $XDG_CACHE_HOME/primbench/probe or ~/.cache/primbench/probe, keyed by the
 // CPU, the thread count and the build (commit, compiler, flags). PRIMBENCH_PROBE=measure measures
-// again and replaces the cached entry. A measurement whose best pass lost more than 10% of its
-// CPU time to other processes, or whose FMA (triad) passes spread by more than 10% (20%), is not
-// cached.
+// again and replaces the cached entry. A noisy measurement (probe_noise) is measured again, twice
+// at most, and is not cached.
 const MachineInfo& machine_info();
+// Why a measured probe is not cached ("" when it is): its best pass's least per-thread CPU share
+// below 90%, its FMA (triad) passes spread by more than 10% (20%), or its FMA peak under 85% of
+// fma_scaling_expected times one thread's rate.
+std::string probe_noise(const MachineInfo& m);
 // The data type's measured peak rate over the fp32 FMA peak (peak_pct divides by peak_flops
 // times this): the probe's dot-product rate of bf16 or u8s8, 1 for f32, f16 and where the CPU
 // has no dot-product instruction for the type. Measured, not the ISA's ideal (bf16 2x, VNNI 4x).
