@@ -18,7 +18,7 @@ const char* kUsage =
     "best|first|<algo>]\n"
     "                     [--train] [--batch N] [--reps N] [--threads N] [--json FILE]\n"
     "                     [--find-cache FILE|off] [--busbw GB/s | --allreduce-json F[,F..]]\n"
-    "                     [--seed S] [--check] [--composed] [--dt bf16|u8s8]\n"
+    "                     [--seed S] [--check] [--composed] [--dt bf16|u8s8 [--quantise-steps]]\n"
     "                     [--data-parallel [--allreduce IMPL] [--bucket-mb MB] [--no-overlap]\n"
     "                      [--wait-sleep-us US] [--dp-timeout S]]   (under mpirun, with --train)\n"
     "exit status: 0 passed (or unchecked), 1 a check failed, 2 bad input or usage,\n"

@@ -100,6 +100,7 @@ int cmd_net(int argc, char** argv) {
     f32_logits = e32.output().clone();
     r32 = measure_network(e32, opt, 0, o.reps);
     opt.dt = DataType::parse(o.dt, "--dt");
+    opt.typed_handoff = !o.quantise_steps;
   }
   Executor ex(net, opt);
   PrecisionCheck prec;

@@ -42,12 +42,12 @@ RunOptions parse_run_options(int argc, char** argv) {
 }
 
 NetCliOptions parse_net_options(int argc, char** argv) {
-  Args a =
-      parse_args(argc, argv, 2,
-                 {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
-                  "--find-cache", "--busbw", "--allreduce-json", "--seed", "--allreduce",
-                  "--bucket-mb", "--wait-sleep-us", "--dp-timeout", "--dt"},
-                 {"--train", "--list", "--check", "--composed", "--data-parallel", "--no-overlap"});
+  Args a = parse_args(argc, argv, 2,
+                      {"--backend", "--policy", "--batch", "--reps", "--threads", "--json",
+                       "--find-cache", "--busbw", "--allreduce-json", "--seed", "--allreduce",
+                       "--bucket-mb", "--wait-sleep-us", "--dp-timeout", "--dt"},
+                      {"--train", "--list", "--check", "--composed", "--data-parallel",
+                       "--no-overlap", "--quantise-steps"});
   NetCliOptions o;
   o.list_asked = a.has("--list");
   o.list = o.list_asked || a.positional.empty();
@@ -80,6 +80,9 @@ NetCliOptions parse_net_options(int argc, char** argv) {
     const DataType t = DataType::parse(o.dt, "--dt");
     if (t.is_f32()) o.dt.clear();
   }
+  o.quantise_steps = a.has("--quantise-steps");
+  if (o.quantise_steps && o.dt.empty())
+    throw InputError("--quantise-steps", "applies with --dt bf16 or u8s8 only");
   o.allreduce_json = a.get("--allreduce-json", "");
   if (a.has("--allreduce-json") && o.allreduce_json.empty())
     throw InputError("--allreduce-json", "needs files or folders");

@@ -34,6 +34,9 @@ struct NetCliOptions {
   std::optional<int> threads, batch;
   int reps = 3, seed = 1;
   bool train = false, composed = false, check = false;
+  // --quantise-steps: every typed layer converts its input in a step of its own, instead of the
+  // post-ops before it writing the typed copy (NetOptions::typed_handoff false).
+  bool quantise_steps = false;
   double busbw = 0;            // --busbw GB/s, 0 when not given
   std::string allreduce_json;  // --allreduce-json files or folders, "" when not given
   // --data-parallel (with --train, under mpirun): kernels/net/data_parallel.h.

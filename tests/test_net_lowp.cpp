@@ -89,7 +89,9 @@ TEST(NetLowpSmoke, InferenceRunsTheTypeNearFp32) {
       Executor f32(net, lowp_options(b, "f32", false));
       f32.step();
       const Tensor want = f32.output().clone();
-      Executor ex(net, lowp_options(b, dt, false));
+      NetOptions o = lowp_options(b, dt, false);
+      o.typed_handoff = false;  // every typed call after its own quantise step (see below)
+      Executor ex(net, o);
       ex.step();
       int typed, quantise, layers;
       count_typed(ex, dt, &typed, &quantise, &layers);
@@ -113,6 +115,53 @@ TEST(NetLowpSmoke, InferenceRunsTheTypeNearFp32) {
       EXPECT_LT(c.logit_err, 3e-2);
       EXPECT_EQ(c.agree, c.images);
     }
+}
+
+// The typed hand-off (NetOptions::typed_handoff, the default): where a post-ops pass writes a
+// typed convolution's input, it writes the typed copy too and that quantise step goes. The same
+// values as the quantise steps, bit for bit, at every step (a new batch too), with fewer steps.
+TEST(NetLowpSmoke, TypedHandoffGivesTheQuantiseStepsValues) {
+  const Network net = Network::load("tiny_resnet");
+  int ran = 0;
+  // cpu/direct's tiles (first), cpu/im2col's passes over each image (im2col) and the executor's
+  // own pass after a convolution that takes no post-ops (winograd_f2, in bf16) write the copy.
+  for (const char* policy : {"first", "im2col", "winograd_f2"})
+    for (const char* dt : {"bf16", "u8s8"}) {
+      SCOPED_TRACE(std::string(policy) + " " + dt);
+      if (!cpu_lowp(dt)) continue;  // no typed calls to hand to
+      ++ran;
+      NetOptions o = lowp_options("cpu", dt, false);
+      o.policy = policy;
+      o.typed_handoff = false;
+      Executor steps(net, o);
+      o.typed_handoff = true;
+      Executor handed(net, o);
+      int typed, quantise, layers, typed_h, quantise_h;
+      count_typed(steps, dt, &typed, &quantise, &layers);
+      count_typed(handed, dt, &typed_h, &quantise_h, &layers);
+      EXPECT_EQ(typed_h, typed);
+      EXPECT_EQ(quantise, layers);
+      // tiny_resnet: the first convolution reads the input and the fc the pooled features (no
+      // post-ops pass writes them); every other convolution's input comes from one.
+      EXPECT_EQ(quantise_h, 2) << handed.composition();
+      EXPECT_NE(handed.composition().find(std::to_string(quantise - quantise_h) +
+                                          " quantise steps fused into the post-ops"),
+                std::string::npos)
+          << handed.composition();
+      for (int batch = 0; batch < 2; ++batch) {
+        if (batch == 1)
+          for (Executor* e : {&steps, &handed}) fill_uniform(e->input(), 7, -1, 1);
+        steps.step();
+        handed.step();
+        const Tensor& a = steps.output();
+        const Tensor& h = handed.output();
+        ASSERT_EQ(a.size(), h.size());
+        int64_t differ = 0;
+        for (int64_t i = 0; i < a.size(); ++i) differ += a[i] != h[i];
+        EXPECT_EQ(differ, 0) << "batch " << batch << ": logits differ";
+      }
+    }
+  if (ran == 0) GTEST_SKIP() << "no bf16 or u8s8 kernels on this CPU";
 }
 
 // The quantise steps convert each step's activations: a new input batch gives the fp32 network's

@@ -90,6 +90,11 @@ class Impl {
   // point; other inputs (the s8 weights) are converted as plan() does. False where input i has
   // no typed copy to refresh (the weights of a convolution: weights() converts them).
   virtual bool quantise(size_t) { return false; }
+  // And instead of quantise(i), optional: from now on (until the next plan()) input i's typed copy
+  // is read from *typed, which holds it in the layout and type quantise(i) would make (a
+  // producer's post-ops write it before each run: post_ops.h's typed copy), and quantise(i) does
+  // nothing. False where not supported (nothing changes).
+  virtual bool read_typed_input(size_t, const std::vector<uint8_t>*) { return false; }
   // Post-ops fused into the output (post_ops.h; kernels/net's inference fuses a convolution's
   // bias, batch-norm, residual add and ReLU so), optional, after plan(): from then on run() writes
   // its output with *p applied into *dst (the caller's tensor of the output's shape) instead of

@@ -3,14 +3,23 @@
 // ReLU, kernels/net/fuse_native.cpp; oneDNN's post-ops do the same inside its primitives).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+
+#include "kernels/core/dtype.h"
 
 namespace pb {
 
 // Channel c's elements y become
 //   y = [max](y * scale[c] + shift[c] [+ r * res_scale[c] + res_shift[c]], 0)
 // where r is the residual's element at y's position. A null scale or res_scale is 1, a null shift
-// or res_shift 0; no residual when res is null.
+// or res_shift 0; no residual when res is null. With a typed copy (q_kind not none), each result
+// is also stored in that type at y's position in q (a network's activation handed to the typed
+// layers that read it, kernels/net/lowp.cpp): bf16 rounded to nearest even, or u8
+// round(y * q_inv) + q_zero saturated to [0, 255], as quantise_storage does. Every
+// implementation that takes post-ops applies them through apply_post_ops or
+// direct::scatter_tile_post, which write the copy.
 struct PostOps {
   const float* scale = nullptr;
   const float* shift = nullptr;
@@ -19,17 +28,30 @@ struct PostOps {
   const float* res_scale = nullptr;
   const float* res_shift = nullptr;
   bool relu = false;
+  enum class Q : uint8_t { none, bf16, u8 } q_kind = Q::none;
+  void* q = nullptr;  // element (i, j) at q[i + j * ldr], as the residual
+  float q_inv = 1, q_zero = 0;
 
-  // The same ops on a block whose first channel is c0 and whose residual starts `offset`
-  // elements further, ldr apart.
+  // The same ops on a block whose first channel is c0 and whose residual (and typed copy) starts
+  // `offset` elements further, ldr apart.
   PostOps at(int64_t c0, int64_t offset, int64_t ld) const {
     PostOps p = *this;
     auto move = [c0](const float* v) { return v ? v + c0 : nullptr; };
     p.scale = move(scale), p.shift = move(shift);
     p.res_scale = move(res_scale), p.res_shift = move(res_shift);
     p.res = res ? res + offset : nullptr;
+    if (q) p.q = static_cast<uint8_t*>(q) + offset * (q_kind == Q::bf16 ? 2 : 1);
     p.ldr = ld;
     return p;
+  }
+  // Stores v as the typed copy's element k (the offset from q).
+  void store_q(int64_t k, float v) const {
+    if (q_kind == Q::bf16) static_cast<uint16_t*>(q)[k] = to_bf16(v);
+    if (q_kind == Q::u8) static_cast<uint8_t*>(q)[k] = to_u8(v, q_inv, q_zero);
+  }
+  static uint8_t to_u8(float v, float inv, float zero) {
+    const float r = std::min(std::max(std::nearbyint(v * inv) + zero, 0.0f), 255.0f);
+    return static_cast<uint8_t>(static_cast<int32_t>(r));
   }
 };
 

@@ -137,6 +137,9 @@ struct PrimCall : Call {
   bool set_post_ops(const PostOps* p, Tensor* dst) override {
     return mode == kView && impl->set_post_ops(p, dst);
   }
+  bool read_typed_input(size_t i, const std::vector<uint8_t>* buf) override {
+    return mode == kView && impl->read_typed_input(i, buf);
+  }
   size_t bytes() const override {
     size_t b = impl->workspace_bytes();
     for (const Tensor* t : out) b += t->bytes();
@@ -502,6 +505,8 @@ Executor::Executor(const Network& net, const NetOptions& opt) : p_(std::make_uni
                          : "fused: " + passes;
     else if (!passes.empty())
       p_->composition += "; the executor's " + passes;
+    const std::string handed = opt.typed_handoff ? p_->hand_off_typed() : "";
+    if (!handed.empty()) p_->composition += "; " + handed;
   }
 }
 

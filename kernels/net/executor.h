@@ -54,6 +54,11 @@ struct NetOptions {
   // the fc weights) to the type; u8s8 weights are quantised once at plan time with one scale per
   // output channel. A call no implementation runs in the type falls back to fp32 (reported).
   DataType dt;
+  // With dt, inference, fused on the host (not composed): where a post-ops pass (the bias,
+  // batch-norm, add and ReLU after a convolution) writes the input of typed convolutions, it
+  // also writes their typed copy, and their quantise steps go (Executor::Impl::hand_off_typed).
+  // False: every typed call keeps its quantise step (the figures before; same values bit for bit).
+  bool typed_handoff = true;
   // The fp32 network's calibration (dt other than f32); empty: the executor runs the fp32
   // network once itself to find it.
   NetCalibration calibration;

@@ -32,6 +32,12 @@ struct Call {
   // A primitive call whose implementation reads its inputs in place: its set_post_ops(p, dst)
   // (impl.h); false otherwise.
   virtual bool set_post_ops(const PostOps*, Tensor*) { return false; }
+  // A primitive call of a reduced type: its implementation's read_typed_input(i, buf) (impl.h);
+  // false otherwise.
+  virtual bool read_typed_input(size_t, const std::vector<uint8_t>*) { return false; }
+  // The executor's post-ops pass (fuse_native.cpp, alone or inside its convolution): the post-ops
+  // it applies at each run and the tensor it writes (*out); nullptr for any other call.
+  virtual PostOps* fused_post_ops(const Tensor** /*out*/) { return nullptr; }
 };
 
 struct Executor::Impl {
@@ -132,6 +138,12 @@ struct Executor::Impl {
                                               size_t l);
   // A reduced type without a given calibration: runs the network once in fp32 for it.
   void calibrate_inputs();
+  // After fuse_native, a reduced type (lowp.cpp): where a post-ops pass writes the input of typed
+  // convolutions, it writes their typed copy as well (PostOps' typed copy, one buffer shared by
+  // every such reader with the same quantisation), and their quantise steps go. Returns "N
+  // quantise steps fused into the post-ops of the layers before", or "" when none.
+  std::string hand_off_typed();
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> typed_acts;  // hand_off_typed's buffers
   // One of the executor's own steps: `host` on host tensors, or `device` (given the DeviceOps)
   // when the plan keeps every layer on the device.
   void add_native(const std::string& layer, const std::string& phase, std::function<void()> host,

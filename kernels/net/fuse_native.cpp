@@ -80,6 +80,13 @@ struct PostOpsCall : Call {
     apply_post_ops_nchw(ops, mb, c, hw, a.y->data(), out->data());
   }
   size_t bytes() const override { return inner ? inner->bytes() : 0; }
+  PostOps* fused_post_ops(const Tensor** written) override {
+    *written = out;
+    return &ops;
+  }
+  bool read_typed_input(size_t i, const std::vector<uint8_t>* buf) override {
+    return inner && inner->read_typed_input(i, buf);
+  }
 };
 
 class NativeFuser {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,11 @@ namespace {
 struct QuantiseCall : Call {
   Call* call = nullptr;
   std::vector<size_t> acts, weights;
+  std::vector<const Tensor*> act_tensors;  // the call's inputs acts[k]
+  // How its activations are quantised (as the call's implementation does it): the type, and a u8
+  // source's 1 / scale and zero point.
+  PostOps::Q kind = PostOps::Q::none;
+  float inv = 1, zero = 0;
   const int* weights_version = nullptr;
   int seen = std::numeric_limits<int>::min();
   void run() override {
@@ -89,6 +95,12 @@ const std::vector<const Tensor*>& Executor::Impl::add_typed(const std::string& l
     auto q = std::make_unique<QuantiseCall>();
     q->call = calls.back().get();
     typed_inputs(Traits::kPrim, phase, dir, &q->acts, &q->weights);
+    for (size_t i : q->acts) q->act_tensors.push_back(in[i]);
+    if (t.dt.in == DataType::bf16) q->kind = PostOps::Q::bf16;
+    if (t.dt.integer()) {
+      const State& s = st[l];
+      q->kind = PostOps::Q::u8, q->inv = 1.0f / s.q_src_scale[0], q->zero = s.q_src_zero[0];
+    }
     q->weights_version = &weights_version;
     if (!q->call->quantise(q->acts[0]))
       throw RuntimeError(layer + " " + phase + ": " + q->call->info.impl + " runs dt " +
@@ -124,6 +136,65 @@ void Executor::Impl::calibrate_inputs() {
   Executor fp32(net, f);
   fp32.step();
   opt.calibration = fp32.calibration();
+}
+
+std::string Executor::Impl::hand_off_typed() {
+  if (opt.dt.is_f32() || opt.train) return "";
+  // The tensors the post-ops passes write, and the passes.
+  std::unordered_map<const Tensor*, PostOps*> writer;
+  std::unordered_map<const Tensor*, size_t> written_at;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Tensor* out = nullptr;
+    if (PostOps* p = calls[i]->fused_post_ops(&out)) writer[out] = p, written_at[out] = i;
+  }
+  int fused = 0;
+  std::unordered_map<const Tensor*, std::vector<uint8_t>*> buffer;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto* q = dynamic_cast<QuantiseCall*>(calls[i].get());
+    if (!q || q->kind == PostOps::Q::none) continue;
+    for (size_t k = 0; k < q->acts.size();) {
+      const Tensor* t = q->act_tensors[k];
+      auto w = writer.find(t);
+      if (w == writer.end() || written_at[t] > i) {
+        ++k;
+        continue;
+      }
+      PostOps& ops = *w->second;
+      const bool same = ops.q_kind == q->kind && ops.q_inv == q->inv && ops.q_zero == q->zero;
+      if (ops.q && !same) {  // another reader's quantisation: this one keeps its step
+        ++k;
+        continue;
+      }
+      std::vector<uint8_t>*& buf = buffer[t];
+      if (!buf) {
+        const size_t elem = q->kind == PostOps::Q::bf16 ? 2 : 1;
+        typed_acts.push_back(std::make_unique<std::vector<uint8_t>>(t->size() * elem));
+        buf = typed_acts.back().get();
+      }
+      if (!q->call->read_typed_input(q->acts[k], buf)) {
+        ++k;
+        continue;
+      }
+      ops.q_kind = q->kind, ops.q_inv = q->inv, ops.q_zero = q->zero, ops.q = buf->data();
+      q->acts.erase(q->acts.begin() + static_cast<long>(k));
+      q->act_tensors.erase(q->act_tensors.begin() + static_cast<long>(k));
+      ++fused;
+    }
+  }
+  // A quantise step with nothing left to convert goes.
+  std::vector<std::unique_ptr<Call>> kept;
+  for (auto& c : calls) {
+    auto* q = dynamic_cast<QuantiseCall*>(c.get());
+    if (!q || !q->acts.empty() || !q->weights.empty()) kept.push_back(std::move(c));
+  }
+  calls = std::move(kept);
+  infos.clear();
+  for (auto& c : calls) infos.push_back(c->info);
+  if (fused == 0) return "";
+  int shared = 0;
+  for (const auto& b : buffer) shared += writer[b.first]->q != nullptr;
+  return std::to_string(fused) + " quantise steps fused into the post-ops before them (" +
+         std::to_string(shared) + " typed activations)";
 }
 
 NetCalibration Executor::calibration() const {
@@ -203,7 +274,8 @@ std::string precision_summary(const DataType& dt, bool train) {
     s += " (weights rounded to bf16 once at plan time; fp32 outputs)";
   return s + "; pooling, batch-norm, activations, residual adds, concat, LRN and the loss in " +
          "fp32, between quantise steps that convert each typed layer's fp32 activations to " +
-         (dt.integer() ? std::string("u8") : t);
+         (dt.integer() ? std::string("u8") : t) +
+         " (where the plan's composition says so, fused into the post-ops before the layer)";
 }
 
 }  // namespace pb

@@ -138,8 +138,8 @@ inline void scatter_tile(const T* buf, int w16, int64_t noc, int j, T* out, int6
 }
 
 // scatter_tile of an fp32 tile with post-ops: out[o * plane + jj] = p(buf[jj * w16 + o]), p's
-// channel o, its residual at the same place as out. Each element from buf, so that the
-// overlapping last tile of a row writes the same values again.
+// channel o, its residual (and typed copy) at the same place as out. Each element from buf, so that
+// the overlapping last tile of a row writes the same values again.
 inline void scatter_tile_post(const float* buf, int w16, int64_t noc, int j, const PostOps& p,
                               float* out, int64_t plane) {
   for (int64_t o = 0; o < noc; ++o) {
@@ -150,6 +150,7 @@ inline void scatter_tile_post(const float* buf, int w16, int64_t noc, int j, con
       if (p.res) v += p.res[o * plane + jj] * rm + rc;
       if (p.relu) v = v > 0.0f ? v : 0.0f;
       out[o * plane + jj] = v;
+      if (p.q) p.store_q(o * plane + jj, v);
     }
   }
 }

@@ -67,7 +67,17 @@ class HostConv : public DirConv {
                       : i == 0           ? (dir_ == Dir::bwd_d ? diff_dst_ : src_)
                                          : nullptr;
     if (!t) return false;
+    if (i == 0 && typed_src_) return true;  // read_typed_input's buffer holds it
     quantise_storage(*t, d_.dt.in, true, q_.src_scale, q_.src_zero, &act_[i]);
+    return true;
+  }
+  // The forward's source from a typed buffer of its size (impl.h); its own copy is freed. An
+  // algorithm that keeps src_typed()'s pointer takes the new one in typed_source_moved().
+  bool read_typed_input(size_t i, const std::vector<uint8_t>* buf) override {
+    if (!typed() || dir_ != Dir::fwd || i != 0 || !typed_src_ok(buf)) return false;
+    typed_src_ = buf;
+    std::vector<uint8_t>().swap(act_[0]);
+    typed_source_moved();
     return true;
   }
   std::vector<Tensor> result() override {
@@ -91,8 +101,10 @@ class HostConv : public DirConv {
 
   bool typed() const { return !d_.dt.is_f32(); }
   bool typed_out() const { return d_.dt.out != DataType::out_f32; }
+  // Called when src_typed() moved (read_typed_input), for an algorithm that keeps the pointer.
+  virtual void typed_source_moved() {}
   // The activation inputs in the type (src for fwd and bwd_w, diff_dst for bwd_d and bwd_w).
-  const void* src_typed() const { return act_[0].data(); }
+  const void* src_typed() const { return typed_src_ ? typed_src_->data() : act_[0].data(); }
   const void* diff_dst_typed() const { return act_[dir_ == Dir::bwd_w ? 1 : 0].data(); }
   // The weights in the type, into `w` (an algorithm's weights() calls it, then repacks).
   void typed_weights(std::vector<uint8_t>* w) const { to_storage(*wei_, d_.dt.in, false, w); }
@@ -121,7 +133,13 @@ class HostConv : public DirConv {
   Tensor* target_ = nullptr;          // redirect_output's tensor
 
  private:
+  // A source buffer read_typed_input can take: the size of the source in the type.
+  bool typed_src_ok(const std::vector<uint8_t>* buf) const {
+    const int64_t elem = d_.dt.in == DataType::u8s8 ? 1 : 2;
+    return buf && src_ && static_cast<int64_t>(buf->size()) == src_->size() * elem;
+  }
   void typed_plan(const std::vector<const Tensor*>& in) {
+    typed_src_ = nullptr;
     q_ = d_.dt.integer() ? QuantParams::from(in, 2) : QuantParams();
     for (auto& a : act_) a.clear();
     out_.clear();
@@ -139,6 +157,7 @@ class HostConv : public DirConv {
     }
   }
   std::vector<uint8_t> act_[2], out_, bias_out_;
+  const std::vector<uint8_t>* typed_src_ = nullptr;  // read_typed_input's buffer
 };
 
 }  // namespace pb

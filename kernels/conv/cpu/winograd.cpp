@@ -165,6 +165,9 @@ class WinogradConv final : public HostConv {
     }
   }
 
+  void typed_source_moved() override {
+    if (dir_ == Dir::fwd) in_ = src_typed();
+  }
   // In fp32, applied to each output span as it leaves the tile buffer.
   bool takes_post_ops() const override {
     return !typed();
