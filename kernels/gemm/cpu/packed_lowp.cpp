@@ -154,7 +154,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
       std::memcpy(&w, InPlaceB ? bg + j * ldb : bg + G * j, 4);
       const __m512i bj = _mm512_set1_epi32(w);
 #pragma GCC unroll 8
-      for (int v = 0; v < V; ++v) acc[j][v] = dot(acc[j][v], bj, av[v]);
+      for (int v = 0; v < V; ++v) {
+        if constexpr (std::is_same_v<Tr, U8s8A>)
+          acc[j][v] = dot_u8_a(acc[j][v], bj, av[v]);
+        else
+          acc[j][v] = dot(acc[j][v], bj, av[v]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -167,6 +172,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
         if (e.comp)
           s = _mm512_sub_epi32(s,
                                _mm512_maskz_loadu_epi32(rows_mask(mv - 16 * v), e.comp + 16 * v));
+        if (e.col_comp) s = _mm512_sub_epi32(s, _mm512_set1_epi32(e.col_comp[j]));
         f[v] = _mm512_cvtepi32_ps(s);
       } else {
         f[v] = acc[j][v];
@@ -211,6 +217,35 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) void pack_a(
     return;
   }
   // Column p of A holds the rows contiguous: G columns (zero past kc) interleaved per 16 rows.
+  if constexpr (G == 4) {
+    // Bytes: each column's 48 rows in one (masked) load, interleaved 4 ways by unpacks, then the
+    // 128-bit lanes of the four results transposed: 4 loads and 14 shuffles a group, where
+    // interleave16 took 12 loads, 12 inserts and 3 permutes (u8s8 with the roles swapped packs
+    // a 56x56 image of 256 channels as A: 40% of that layer's samples, Zen 5).
+    const __mmask64 rows = mv >= 64 ? ~__mmask64(0) : (__mmask64(1) << mv) - 1;
+    for (int64_t g = 0; g < ng; ++g) {
+      __m512i x[4];
+      for (int q = 0; q < 4; ++q) {
+        const int64_t p = g * 4 + q;
+        x[q] = p < kc ? _mm512_maskz_loadu_epi8(rows, a + (p0 + p) * lda + r0)
+                      : _mm512_setzero_si512();
+      }
+      const __m512i t0 = _mm512_unpacklo_epi8(x[0], x[1]), t1 = _mm512_unpackhi_epi8(x[0], x[1]);
+      const __m512i t2 = _mm512_unpacklo_epi8(x[2], x[3]), t3 = _mm512_unpackhi_epi8(x[2], x[3]);
+      // u[h], 128-bit lane L: rows 16 L + 4 h .. + 3, 4 bytes each.
+      const __m512i u0 = _mm512_unpacklo_epi16(t0, t2), u1 = _mm512_unpackhi_epi16(t0, t2);
+      const __m512i u2 = _mm512_unpacklo_epi16(t1, t3), u3 = _mm512_unpackhi_epi16(t1, t3);
+      const __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44),
+                    v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
+      const __m512i w0 = _mm512_shuffle_i32x4(u0, u1, 0xEE),
+                    w1 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+      T* out = dst + g * kMr * 4;
+      _mm512_storeu_si512(out, _mm512_shuffle_i32x4(v0, v1, 0x88));        // rows 0-15
+      _mm512_storeu_si512(out + 64, _mm512_shuffle_i32x4(v0, v1, 0xDD));   // 16-31
+      _mm512_storeu_si512(out + 128, _mm512_shuffle_i32x4(w0, w1, 0x88));  // 32-47
+    }
+    return;
+  }
   for (int64_t g = 0; g < ng; ++g) {
     const T* col[G];
     for (int q = 0; q < G; ++q) {
@@ -270,12 +305,23 @@ void pack_b(bool tb, const typename Tr::TB* b, int64_t ldb, int64_t p0, int64_t 
       }
 }
 
+// comp[j] = z * (the sum of column j of a packed s8 B sliver), j < kNr: ng groups of kNr words.
+inline void col_sums(const int8_t* sl, int64_t ng, int32_t z, int32_t* comp) {
+  int32_t sum[kNr] = {};
+  for (int64_t g = 0; g < ng; ++g)
+    for (int j = 0; j < kNr; ++j)
+      for (int q = 0; q < 4; ++q) sum[j] += sl[(g * kNr + j) * 4 + q];
+  for (int j = 0; j < kNr; ++j) comp[j] = z * sum[j];
+}
+inline void col_sums(const void*, int64_t, int32_t, int32_t*) {}  // (other types: never called)
+
 template <class Tr>
 void driver(const LowpGemm& g) {
   using TA = typename Tr::TA;
   using TB = typename Tr::TB;
   constexpr int G = Tr::G;
   const bool quant = G == 4;
+  constexpr bool sw = std::is_same_v<Tr, U8s8A>;  // the roles swapped: per-column epilogue
   const TA* a = static_cast<const TA*>(g.a);
   const TB* b = static_cast<const TB*>(g.b);
   const int64_t m = g.m, n = g.n, k = g.k;
@@ -299,7 +345,8 @@ void driver(const LowpGemm& g) {
   static thread_local std::vector<uint8_t> scale_buf, b_buf, panel_buf;
   float* scale = nullptr;
   float beta_c = g.beta;  // beta on C in C's units
-  if (quant) scale = u8s8_row_scales(g, n_sl * kMr, scale_buf, &beta_c);
+  if (quant)
+    scale = u8s8_row_scales(g, sw ? ceil_div(n, kNr) * kNr : n_sl * kMr, scale_buf, &beta_c);
   // Which products read op(A) = A in place (direct) instead of packing it. A packed A
   // (LowpPackedA) is read by that path alone, up to kDirectMaxN columns. Otherwise up to
   // kDirectMaxN columns, and up to twice that with at least 4 rows per column where A (unpacked)
@@ -315,10 +362,10 @@ void driver(const LowpGemm& g) {
   // 4 x L2 (before the fix too): bf16 7680x128x2560 13.5-13.8 -> 7.7-7.8, u8s8 7680x128x2560
   // 7.9-8.5 -> 5.9, 4096x128x4096 6.3-7.4 -> 5.0-5.4.
   const double a_bytes = double(m) * k * sizeof(TA), l2_all = double(l2) * nt;
-  const bool in_place =
-      !g.ta && (g.a_packed ? n <= kDirectMaxN
-                           : n <= kDirectMaxN ||
-                                 (n <= 2 * kDirectMaxN && m >= 4 * n && a_bytes > l2_all / 2));
+  const bool in_place = !sw && !g.ta &&
+                        (g.a_packed ? n <= kDirectMaxN
+                                    : n <= kDirectMaxN || (n <= 2 * kDirectMaxN && m >= 4 * n &&
+                                                           a_bytes > l2_all / 2));
   // AMX (packed_lowp_amx.cpp) wherever it runs the type, except for op(A) = A with few columns:
   // the in-place path reads A once, where the tiles need all of A packed first. Xeon family 6
   // model 207, 2 threads, ms of the tiles over the AVX-512 kernels for m = k = 512, 1760, 4096
@@ -327,11 +374,14 @@ void driver(const LowpGemm& g) {
   // columns 1.22-1.39; 16 0.95-1.13; 24 0.78, 1.00, 0.92; 32 0.71-0.91; 48 0.68-0.75. With op(A)
   // = A^T (no in-place path) the tiles were even or ahead from 2 columns (1760x{2,4,16,32}:
   // 0.80-1.11).
+  // With the roles swapped (U8s8A) only the packed tiles below run.
   const bool amx_few = !g.ta && (G == 2 ? n < 8 : n < 24);
-  if (!g.a_packed && !amx_few && amx::usable(G == 2 ? amx::Kind::bf16 : amx::Kind::int8))
-    return amx<Tr>(g, scale, beta_c, nt);
-  if (in_place) return direct<Tr>(g, scale, beta_c, nt);
-  if (tn_tiles<Tr>(g, scale, beta_c, nt)) return;
+  if constexpr (!sw) {
+    if (!g.a_packed && !amx_few && amx::usable(G == 2 ? amx::Kind::bf16 : amx::Kind::int8))
+      return amx<Tr>(g, scale, beta_c, nt);
+    if (in_place) return direct<Tr>(g, scale, beta_c, nt);
+    if (tn_tiles<Tr>(g, scale, beta_c, nt)) return;
+  }
   // op(B) = B read in place by the tiles, each column's words ldb apart, where few A slivers per
   // thread reuse each B sliver (as in the SGEMM's b_in_place) and every group of G lies within
   // its column (k a multiple of G, as in every DeepBench shape; else a column's last word would
@@ -341,11 +391,16 @@ void driver(const LowpGemm& g) {
   // 35x8457x4096 with A^T 2.85 -> 2.08, 128x4096x1024 0.69 -> 0.63, 288x2048x2048 1.48 -> 1.40,
   // 576x2048x2048 (6 slivers per thread) 2.88 -> 2.80, 512x3000x2816 5.58 -> 5.37; bf16
   // 35x8457x2560 3.55 -> 2.90, 128x4096x1024 1.36 -> 1.23, 256x1024x8192 6.31 -> 5.92.
-  const bool in_place_b = !g.tb && k % G == 0 && ceil_div(n_sl, nt) <= kInPlaceBMaxSlivers &&
+  const bool in_place_b = !sw && !g.tb && k % G == 0 && ceil_div(n_sl, nt) <= kInPlaceBMaxSlivers &&
                           (!split_rows || nt == 1 || n_sl >= 2 * nt);
   TB* bp =
       in_place_b ? nullptr : scratch<TB>(b_buf, kcp_max * ceil_div(std::min(n, nc_max), kNr) * kNr);
   float* pn = panel ? scratch<float>(panel_buf, m * std::min(n, nc_max)) : nullptr;
+  // U8s8A: zero point * each packed column's sum in this KC block (the s8 operand is B).
+  static thread_local std::vector<uint8_t> col_comp_buf;
+  int32_t* col_comp = sw && g.b_zero != 0
+                          ? scratch<int32_t>(col_comp_buf, ceil_div(std::min(n, nc_max), kNr) * kNr)
+                          : nullptr;
 
   // A thread that cannot grow its buffers still passes every barrier; once one failed, no thread
   // computes, and the error is rethrown after the region.
@@ -369,26 +424,32 @@ void driver(const LowpGemm& g) {
           for (int64_t s = 0; s < n_jr; ++s) {
             const int nv = static_cast<int>(std::min<int64_t>(kNr, nc - s * kNr));
             pack_b<Tr>(g.tb, b, g.ldb, pc, kc, jc + s * kNr, nv, bp + s * kNr * ng * G);
+            if (col_comp) col_sums(bp + s * kNr * ng * G, ng, g.b_zero, col_comp + s * kNr);
           }
         }
         auto pack_sliver = [&](int64_t ic, int64_t mcv, int64_t s, TA* ap, int32_t* comp) {
           const int mv = static_cast<int>(std::min<int64_t>(kMr, mcv - s * kMr));
           TA* sl = ap + s * kMr * ng * G;
           pack_a<Tr>(g.ta, a, g.lda, ic + s * kMr, mv, pc, kc, sl);
-          if constexpr (G == 4)
+          if constexpr (G == 4 && !sw)
             if (g.b_zero != 0) row_sums<3>(sl, ng, kMr * 4, g.b_zero, comp + s * kMr);
         };
         // Every B sliver jr in [jr0, jr1) against every A sliver of the block.
         auto tiles = [&](int64_t ic, int64_t mcv, const TA* ap, const int32_t* comp, int64_t jr0,
                          int64_t jr1) {
-          for_each_tile(
-              ic, mcv, kMr, jc, nc, kNr, jr0, jr1,
-              [&](int64_t jr, int64_t ir, int64_t row, int64_t col, int mv, int nv) {
-                Epilogue e = tile_epilogue(g, scale, beta_c, pn, panel, pc, last, row, col, jc);
-                e.comp = quant && g.b_zero != 0 ? comp + ir * kMr : nullptr;
-                const TB* bt = in_place_b ? b + col * g.ldb + pc : bp + jr * kNr * ng * G;
-                tile_for<Tr>(mv, nv, in_place_b)(ng, ap + ir * kMr * ng * G, bt, g.ldb, mv, e);
-              });
+          for_each_tile(ic, mcv, kMr, jc, nc, kNr, jr0, jr1,
+                        [&](int64_t jr, int64_t ir, int64_t row, int64_t col, int mv, int nv) {
+                          Epilogue e = tile_epilogue(g, sw ? nullptr : scale, beta_c, pn, panel, pc,
+                                                     last, row, col, jc);
+                          e.comp = quant && !sw && g.b_zero != 0 ? comp + ir * kMr : nullptr;
+                          if (sw) {
+                            e.col_scale = scale + col;
+                            e.col_comp = col_comp ? col_comp + (col - jc) : nullptr;
+                          }
+                          const TB* bt = in_place_b ? b + col * g.ldb + pc : bp + jr * kNr * ng * G;
+                          tile_for<Tr>(mv, nv, in_place_b)(ng, ap + ir * kMr * ng * G, bt, g.ldb,
+                                                           mv, e);
+                        });
         };
         if (split_rows) {
 #pragma omp for schedule(dynamic, 1)
@@ -430,10 +491,16 @@ void gemm_packed_lowp(const LowpGemm& g) {
   if (g.c_trans && !gemm_packed_lowp_on_avx2(g.dt))
     throw RuntimeError("cpu/packed reduced precision: a transposed C needs the AVX2 u8s8 kernel");
 #ifdef PB_X86
+  if (g.u8_a &&
+      (g.dt.in != DataType::u8s8 || gemm_packed_lowp_on_avx2(g.dt) || g.a_packed || g.c_trans))
+    throw RuntimeError(
+        "cpu/packed reduced precision: u8_a is u8s8 on AVX-512 VNNI, with no packed A or C^T");
   if (gemm_packed_lowp_on_avx2(g.dt))
     lowp_avx2::gemm_u8s8(g);
   else if (g.dt.in == DataType::bf16)
     lowp::driver<lowp::Bf16>(g);
+  else if (g.u8_a)
+    lowp::driver<lowp::U8s8A>(g);
   else
     lowp::driver<lowp::U8s8>(g);
 #endif

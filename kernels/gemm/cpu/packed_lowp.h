@@ -65,6 +65,11 @@ struct LowpGemm {
   // C stored transposed, C(i, j) at c[j + i * ldc] (ldc >= n): the AVX2 u8s8 kernel only
   // (gemm_packed_lowp_on_avx2), where cpu/im2col writes NCHW planes directly with it.
   bool c_trans = false;
+  // u8s8 with the operands' roles swapped (AVX-512 VNNI; no packed A, no c_trans): A is the u8
+  // source and B the s8 weights, b_scale and b_zero are A's, and a_scale holds n values, one per
+  // column: C = alpha * a_scale[j] * b_scale * sum(B * (A - b_zero)) + beta * c_scale * C.
+  // cpu/im2col's u8s8 1x1 layers so write C with the pixels as rows: an image's NCHW planes.
+  bool u8_a = false;
 };
 void gemm_packed_lowp(const LowpGemm& g);
 

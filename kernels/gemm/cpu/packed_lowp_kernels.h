@@ -39,14 +39,16 @@ T* scratch(std::vector<uint8_t>& v, size_t count, bool in_region = false) {
 }
 
 // The u8s8 epilogue's per-row scales, alpha * a_scale[i] * b_scale (/ c_scale for an s8 C), zero
-// past row m up to `rows` (whole slivers), in `buf`; *beta_c: beta in C's units.
+// past row m up to `rows` (whole slivers), in `buf`; *beta_c: beta in C's units. With
+// LowpGemm::u8_a, the per-column scales (a_scale[j], j < n) the same way.
 inline float* u8s8_row_scales(const LowpGemm& g, int64_t rows, std::vector<uint8_t>& buf,
                               float* beta_c) {
   float* scale = scratch<float>(buf, rows);
   const bool s8 = g.dt.out == DataType::out_s8;
   const float div = s8 ? g.c_scale : 1.0f;
+  const int64_t count = g.u8_a ? g.n : g.m;
   for (int64_t i = 0; i < rows; ++i)
-    scale[i] = i < g.m ? g.alpha * g.a_scale[i] * g.b_scale / div : 0.0f;
+    scale[i] = i < count ? g.alpha * g.a_scale[i] * g.b_scale / div : 0.0f;
   *beta_c = s8 ? g.beta : g.beta * g.c_scale;
   return scale;
 }
@@ -62,6 +64,14 @@ struct U8s8 {
   using TB = uint8_t;
   static constexpr int G = 4;
   static constexpr int64_t kKc = 2048;  // a B sliver: 16 KB
+};
+// u8s8 with the operands' roles swapped (LowpGemm::u8_a): A the u8 source, B the s8 weights; the
+// zero point's compensation and the scales per column of C.
+struct U8s8A {
+  using TA = uint8_t;
+  using TB = int8_t;
+  static constexpr int G = 4;
+  static constexpr int64_t kKc = 2048;
 };
 
 inline __mmask16 rows_mask(int rows) {
@@ -168,6 +178,10 @@ struct Epilogue {
   const int32_t* comp;  // u8s8: zero point * row sums of this KC block, or nullptr
   const float* panel;   // the fp32 partial sums of the earlier KC blocks, or nullptr
   int64_t ldp;
+  // LowpGemm::u8_a: per column of the tile, the scale (in place of scale and alpha) and the zero
+  // point's compensation (in place of comp; nullptr for a zero point 0).
+  const float* col_scale;
+  const int32_t* col_comp;
 };
 
 // The epilogue of the tile whose first element is C(row, col), in the KC block from pc of a
@@ -207,8 +221,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void stor
     const int r0 = 16 * v;
     const __mmask16 k = rows_mask(mv - r0);
     __m512 x = acc[v];
-    x = e.scale ? _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, e.scale + r0))
-                : _mm512_mul_ps(x, _mm512_set1_ps(e.alpha));
+    x = e.scale       ? _mm512_mul_ps(x, _mm512_maskz_loadu_ps(k, e.scale + r0))
+        : e.col_scale ? _mm512_mul_ps(x, _mm512_set1_ps(e.col_scale[j]))
+                      : _mm512_mul_ps(x, _mm512_set1_ps(e.alpha));
     if (e.panel) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, e.panel + j * e.ldp + r0));
     const __m512 vb = _mm512_set1_ps(e.beta);
     if (e.out == DataType::out_f32) {
@@ -240,6 +255,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void stor
 __attribute__((target("avx512f,avx512vnni"))) inline __m512i dot(__m512i acc, __m512i b,
                                                                  __m512i a) {
   return _mm512_dpbusd_epi32(acc, b, a);
+}
+// The same with the roles swapped (U8s8A): a the u8 operand, b the s8 one.
+__attribute__((target("avx512f,avx512vnni"))) inline __m512i dot_u8_a(__m512i acc, __m512i b,
+                                                                      __m512i a) {
+  return _mm512_dpbusd_epi32(acc, a, b);
 }
 // The accumulator of a group of G: int32 lanes for u8s8 (G = 4), fp32 for bf16 (G = 2).
 template <int G>
