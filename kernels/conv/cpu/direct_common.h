@@ -8,8 +8,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#include "kernels/core/transpose_avx512.h"
+#endif
 #include "kernels/conv/desc.h"
 #include "kernels/core/post_ops.h"
 #include "kernels/core/quant.h"
@@ -130,9 +136,72 @@ void for_tiles(const ConvDesc& d, int64_t nb, int j, F&& tile) {
   }
 }
 
+#if defined(__AVX512F__)
+// (GCC 12 reports its own intrinsics' undefined vectors as maybe uninitialized.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The vector form of scatter_tile_post (p: post-ops, or nullptr for a plain scatter) for a tile
+// of j <= 16 pixels: each 16 channels go through a register transpose (transpose_avx512.h), and
+// each channel's j pixels, post-ops and typed copy (the same values as PostOps::store_q's) are
+// one masked vector each. Element by element, the scatter took 18% of the samples of a 56x56,
+// 64-channel u8s8 3x3 layer (Zen 5).
+inline void scatter_tile_vec(const float* buf, int w16, int64_t noc, int j, const PostOps* p,
+                             float* out, int64_t plane) {
+  const __mmask16 k = static_cast<__mmask16>((1u << j) - 1);
+  for (int64_t o0 = 0; o0 < noc; o0 += 16) {
+    __m512 r[16];
+    for (int jj = 0; jj < 16; ++jj)
+      r[jj] = jj < j ? _mm512_loadu_ps(buf + jj * w16 + o0) : _mm512_setzero_ps();
+    transpose16(r);  // r[o] lane jj: pixel jj of channel o0 + o
+    const int64_t nch = std::min<int64_t>(16, noc - o0);
+    for (int64_t o = 0; o < nch; ++o) {
+      const int64_t c = o0 + o, at = c * plane;
+      __m512 v = r[o];
+      if (p) {
+        const float m = p->scale ? p->scale[c] : 1.0f, sh = p->shift ? p->shift[c] : 0.0f;
+        v = _mm512_fmadd_ps(v, _mm512_set1_ps(m), _mm512_set1_ps(sh));
+        if (p->res) {
+          const float rm = p->res_scale ? p->res_scale[c] : 1.0f;
+          const float rc = p->res_shift ? p->res_shift[c] : 0.0f;
+          v = _mm512_add_ps(v, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, p->res + at),
+                                               _mm512_set1_ps(rm), _mm512_set1_ps(rc)));
+        }
+        if (p->relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      }
+      _mm512_mask_storeu_ps(out + at, k, v);
+      if (!p || !p->q) continue;
+      if (p->q_kind == PostOps::Q::bf16) {  // to_bf16: round to nearest even, NaN kept quiet
+        const __m512i u = _mm512_castps_si512(v);
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i rounded = _mm512_srli_epi32(
+            _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), odd), 16);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+            _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+        const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+        _mm512_mask_cvtepi32_storeu_epi16(static_cast<uint16_t*>(p->q) + at, k,
+                                          _mm512_mask_blend_epi32(nan, rounded, quiet));
+      } else {  // to_u8: round(v * inv) + zero (to nearest even), saturated to [0, 255]
+        __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(p->q_inv)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q = _mm512_add_ps(q, _mm512_set1_ps(p->q_zero));
+        q = _mm512_min_ps(_mm512_max_ps(q, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+        _mm512_mask_cvtepi32_storeu_epi8(static_cast<uint8_t*>(p->q) + at, k,
+                                         _mm512_cvtps_epi32(q));
+      }
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 // A tile buf[j][w16] (w16 = 16V channels) into NCHW: out[o * plane + jj] for o < noc, jj < j.
 template <class T>
 inline void scatter_tile(const T* buf, int w16, int64_t noc, int j, T* out, int64_t plane) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>)
+    if (j <= 16) return scatter_tile_vec(buf, w16, noc, j, nullptr, out, plane);
+#endif
   for (int64_t o = 0; o < noc; ++o)
     for (int jj = 0; jj < j; ++jj) out[o * plane + jj] = buf[jj * w16 + o];
 }
@@ -142,6 +211,9 @@ inline void scatter_tile(const T* buf, int w16, int64_t noc, int j, T* out, int6
 // the overlapping last tile of a row writes the same values again.
 inline void scatter_tile_post(const float* buf, int w16, int64_t noc, int j, const PostOps& p,
                               float* out, int64_t plane) {
+#if defined(__AVX512F__)
+  if (j <= 16) return scatter_tile_vec(buf, w16, noc, j, &p, out, plane);
+#endif
   for (int64_t o = 0; o < noc; ++o) {
     const float m = p.scale ? p.scale[o] : 1.0f, c = p.shift ? p.shift[o] : 0.0f;
     const float rm = p.res_scale ? p.res_scale[o] : 1.0f, rc = p.res_shift ? p.res_shift[o] : 0.0f;
