@@ -104,6 +104,10 @@ class Impl {
   // null and relu may not: an implementation may build its post-ops from them here); p and dst
   // must outlive the runs. False where not supported: nothing changes.
   virtual bool set_post_ops(const PostOps*, Tensor*) { return false; }
+  // Whether set_post_ops's post-ops also write PostOps' typed copy (post_ops.h): true where the
+  // implementation applies them through apply_post_ops or direct::scatter_tile_post (the host
+  // convolutions); false where another library applies its own (oneDNN's), which never writes it.
+  virtual bool post_ops_write_typed_copy() const { return false; }
 };
 
 // The untimed phases in order, for callers outside the timing drivers (tests, the executor):

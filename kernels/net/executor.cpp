@@ -140,6 +140,7 @@ struct PrimCall : Call {
   bool read_typed_input(size_t i, const std::vector<uint8_t>* buf) override {
     return mode == kView && impl->read_typed_input(i, buf);
   }
+  bool post_ops_write_typed_copy() const override { return impl->post_ops_write_typed_copy(); }
   size_t bytes() const override {
     size_t b = impl->workspace_bytes();
     for (const Tensor* t : out) b += t->bytes();

@@ -35,8 +35,12 @@ struct Call {
   // A primitive call of a reduced type: its implementation's read_typed_input(i, buf) (impl.h);
   // false otherwise.
   virtual bool read_typed_input(size_t, const std::vector<uint8_t>*) { return false; }
-  // The executor's post-ops pass (fuse_native.cpp, alone or inside its convolution): the post-ops
-  // it applies at each run and the tensor it writes (*out); nullptr for any other call.
+  // A primitive call: its implementation's post_ops_write_typed_copy() (impl.h).
+  virtual bool post_ops_write_typed_copy() const { return false; }
+  // The executor's post-ops pass (fuse_native.cpp, alone or inside its convolution) where it
+  // writes PostOps' typed copy when given one (its own pass, or a convolution whose
+  // implementation's post-ops do): the post-ops it applies at each run and the tensor it writes
+  // (*out); nullptr for any other call.
   virtual PostOps* fused_post_ops(const Tensor** /*out*/) { return nullptr; }
 };
 

@@ -81,6 +81,7 @@ struct PostOpsCall : Call {
   }
   size_t bytes() const override { return inner ? inner->bytes() : 0; }
   PostOps* fused_post_ops(const Tensor** written) override {
+    if (inner && !inner->post_ops_write_typed_copy()) return nullptr;  // oneDNN's own post-ops
     *written = out;
     return &ops;
   }

@@ -52,6 +52,8 @@ class HostConv : public DirConv {
     use_post_ops(p);
     return true;
   }
+  // Every algorithm applies them through apply_post_ops or direct::scatter_tile_post.
+  bool post_ops_write_typed_copy() const final { return true; }
   // A reduced output type lives in its typed buffer: no fp32 view.
   const Tensor* output_view(size_t i) const override {
     if (typed_out()) return nullptr;

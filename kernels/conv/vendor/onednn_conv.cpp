@@ -257,6 +257,7 @@ class OnednnConv : public ConvImpl {
       typed_.clear();
       typed_.reserve(b_.inputs.size() + b_.outputs.size());
       quantised_.clear();
+      src_user_ = memory();
       q_ = q;
       out_users_.clear();
       ws_ = 0;
@@ -270,6 +271,7 @@ class OnednnConv : public ConvImpl {
         memory user = weights || d.dt.is_f32()
                           ? memory(plain_md(in[i]->dims()), eng, const_cast<float*>(in[i]->data()))
                           : typed_user(*in[i], md.data_type());
+        if (i == 0 && !weights && !d.dt.is_f32()) src_user_ = user;
         if (weights && fold_into_weights()) {  // scaled into a copy of their own by weights()
           args_[arg] = memory(md, eng);
           scaled_weights_ = {user, args_[arg]};
@@ -389,6 +391,20 @@ class OnednnConv : public ConvImpl {
       }
     return false;
   }
+  // The forward's typed source from a buffer of its size (impl.h): its NCHW user memory reads
+  // the buffer in place of its own typed copy, which goes (reorder_in still converts it to
+  // oneDNN's layout, timed as before).
+  bool read_typed_input(size_t i, const std::vector<uint8_t>* buf) override {
+    if (dir_ != Dir::fwd || d_.dt.is_f32() || i != 0 || !buf || !src_user_) return false;
+    for (auto it = quantised_.begin(); it != quantised_.end(); ++it) {
+      if (it->first != in_at(0) || typed_[it->second].size() != buf->size()) continue;
+      src_user_.set_data_handle(const_cast<uint8_t*>(buf->data()));
+      std::vector<uint8_t>().swap(typed_[it->second]);
+      quantised_.erase(it);
+      return true;
+    }
+    return false;
+  }
   // A reduced output type has no fp32 view.
   const Tensor* output_view(size_t i) const override {
     if (i >= views_.size() || d_.dt.out != DataType::out_f32) return nullptr;
@@ -432,6 +448,7 @@ class OnednnConv : public ConvImpl {
   std::vector<std::vector<uint8_t>> typed_;       // typed NCHW activations and outputs
   // The activation inputs with a typed copy (input tensor, its typed_ index), for quantise().
   std::vector<std::pair<const Tensor*, size_t>> quantised_;
+  memory src_user_;  // a reduced type's forward: the source's typed NCHW user memory
   std::vector<const Tensor*> inputs_;
   const Tensor* in_at(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   QuantParams q_;
