@@ -83,10 +83,8 @@ void check(const Case& c) {
     for (int64_t i = 0; i < ldc; ++i) {
       const int64_t at = i + j * ldc;
       if (i >= c.m) {
-        if (c.s8)
-          ASSERT_EQ(c8[at], c8_old[at]) << "padding C[" << at << "] written, " << name;
-        else
-          ASSERT_EQ(c32[at], c32_old[at]) << "padding C[" << at << "] written, " << name;
+        ASSERT_TRUE(c.s8 ? c8[at] == c8_old[at] : c32[at] == c32_old[at])
+            << "padding C[" << at << "] written, " << name;
         continue;
       }
       int64_t sum = 0;
@@ -97,13 +95,9 @@ void check(const Case& c) {
       }
       const double scale =
           static_cast<double>(alpha) * col_scale[j] * b_scale / (c.s8 ? c_scale : 1);
-      if (c.s8)
-        ASSERT_EQ(static_cast<int>(c8[at]),
-                  lowp_test::u8s8_s8_expected(sum, scale, c.beta, c8_old[at]))
-            << "C(" << i << "," << j << ") sum " << sum << ", " << name;
-      else
-        ASSERT_EQ(c32[at], lowp_test::u8s8_f32_expected(sum, scale, c.beta, c_scale, c32_old[at]))
-            << "C(" << i << "," << j << ") sum " << sum << ", " << name;
+      ASSERT_TRUE(lowp_test::u8s8_element(c.s8, sum, scale, c.beta, c_scale, c32[at], c32_old[at],
+                                          c8[at], c8_old[at]))
+          << "C(" << i << "," << j << ") sum " << sum << ", " << name;
     }
 }
 
