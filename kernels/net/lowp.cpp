@@ -140,7 +140,8 @@ void Executor::Impl::calibrate_inputs() {
 
 std::string Executor::Impl::hand_off_typed() {
   if (opt.dt.is_f32() || opt.train) return "";
-  // The tensors the post-ops passes write, and the passes.
+  // The tensors the post-ops passes write, and the passes. No later call writes such a tensor:
+  // the executor's in-place steps on a layer's output (a bias) are the ones a pass replaces.
   std::unordered_map<const Tensor*, PostOps*> writer;
   std::unordered_map<const Tensor*, size_t> written_at;
   for (size_t i = 0; i < calls.size(); ++i) {
