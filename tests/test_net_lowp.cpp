@@ -296,6 +296,16 @@ TEST(NetLowpSmoke, CliReportsAgainstFp32) {
         std::string::npos)
         << bad << ": " << b.out;
   }
+  // --quantise-steps: with a type only; with one, the same logits as the hand-off (the report
+  // shows no fused steps then).
+  auto plain = test::run_cli("net tiny_resnet --reps 1 --quantise-steps");
+  EXPECT_EQ(plain.status, 2) << plain.out;
+  EXPECT_NE(plain.out.find("--quantise-steps: applies with --dt"), std::string::npos) << plain.out;
+  auto steps =
+      test::run_cli("net tiny_resnet --dt u8s8 --reps 1 --find-cache off --quantise-steps");
+  ASSERT_EQ(steps.status, 0) << steps.out;
+  EXPECT_EQ(steps.out.find("quantise steps fused"), std::string::npos) << steps.out;
+  EXPECT_NE(r.out.find("quantise steps fused"), std::string::npos) << r.out;
 }
 
 }  // namespace
