@@ -136,8 +136,8 @@ std::vector<std::pair<std::string, std::string>> environment_facts() {
       {"triad_gbs", fmt(m.triad_bytes / 1e9)},
       {"triad_spread_pct", fmt(m.triad_spread_pct)},
       {"probe_cpu_share_pct", fmt(m.cpu_share_pct, "%.0f")},
-      {"probe_fma_scaling",
-       fmt(m.fma_scaling, "%.2f") + " of " + std::to_string(m.fma_scaling_expected)},
+      {"probe_scaling", fmt(m.scaling, "%.2f") + " of " + std::to_string(m.scaling_expected) +
+                            " (least: " + m.scaling_of + ")"},
       {"probe", m.source},
       {"openblas_core", openblas_get_corename()},
       {"openblas_coretype_env", env_or("OPENBLAS_CORETYPE")},

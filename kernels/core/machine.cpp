@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -310,6 +311,9 @@ std::string key_file(const std::string& dir, const std::string& key) {
   return dir + "/" + name;
 }
 
+// MachineInfo::scaling_of's values, by their number in the cache file.
+const char* const kScalingOf[3] = {"fp32 FMA", "bf16 dot", "u8s8 dot"};
+
 bool read_cached(const std::string& path, const std::string& key, MachineInfo* m) {
   std::ifstream f(path);
   std::string line;
@@ -323,7 +327,7 @@ bool read_cached(const std::string& path, const std::string& key, MachineInfo* m
   }
   for (const char* k :
        {"peak_flops", "triad_bytes", "peak_spread_pct", "triad_spread_pct", "bf16_ops", "u8s8_ops",
-        "fma_scaling", "fma_scaling_expected"})  // an entry of an older build lacks the last two
+        "scaling", "scaling_expected"})  // an entry of an older build lacks these two
     if (!v.count(k) || !std::isfinite(v[k]) || v[k] < 0) return false;
   if (v["peak_flops"] <= 0 || v["triad_bytes"] <= 0) return false;
   m->peak_flops = v["peak_flops"];
@@ -333,8 +337,10 @@ bool read_cached(const std::string& path, const std::string& key, MachineInfo* m
   m->bf16_ops = v["bf16_ops"];
   m->u8s8_ops = v["u8s8_ops"];
   if (v.count("cpu_share_pct")) m->cpu_share_pct = v["cpu_share_pct"];
-  m->fma_scaling = v["fma_scaling"];
-  m->fma_scaling_expected = static_cast<int>(v["fma_scaling_expected"]);
+  m->scaling = v["scaling"];
+  m->scaling_expected = static_cast<int>(v["scaling_expected"]);
+  const int of = v.count("scaling_of") ? static_cast<int>(v["scaling_of"]) : 0;
+  m->scaling_of = kScalingOf[of >= 0 && of < 3 ? of : 0];
   return true;
 }
 
@@ -347,12 +353,14 @@ bool write_cached(const std::string& path, const std::string& key, const Machine
     std::ofstream f(tmp);
     if (!f) return false;
     char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "peak_flops %.6e\ntriad_bytes %.6e\npeak_spread_pct %.3f\ntriad_spread_pct %.3f\n"
-                  "cpu_share_pct %.1f\nbf16_ops %.6e\nu8s8_ops %.6e\nfma_scaling %.3f\n"
-                  "fma_scaling_expected %d\n",
-                  m.peak_flops, m.triad_bytes, m.peak_spread_pct, m.triad_spread_pct,
-                  m.cpu_share_pct, m.bf16_ops, m.u8s8_ops, m.fma_scaling, m.fma_scaling_expected);
+    std::snprintf(
+        buf, sizeof buf,
+        "peak_flops %.6e\ntriad_bytes %.6e\npeak_spread_pct %.3f\ntriad_spread_pct %.3f\n"
+        "cpu_share_pct %.1f\nbf16_ops %.6e\nu8s8_ops %.6e\nscaling %.3f\n"
+        "scaling_expected %d\nscaling_of %d\n",
+        m.peak_flops, m.triad_bytes, m.peak_spread_pct, m.triad_spread_pct, m.cpu_share_pct,
+        m.bf16_ops, m.u8s8_ops, m.scaling, m.scaling_expected,
+        static_cast<int>(std::find(kScalingOf, kScalingOf + 3, m.scaling_of) - kScalingOf) % 3);
     f << "key " << key << "\n" << buf;
     if (!f) return false;
   }
@@ -445,22 +453,31 @@ const MachineInfo& machine_info() {
     m.source = "cached";
     return cache.emplace(t, m).first->second;
   }
-  // A noisy measurement is tried again (twice at most), to survive a passing load.
+  // A noisy measurement is tried again (twice at most), to survive a passing load. Each peak is
+  // followed by one thread's rate of the same loop (scaling).
   auto measure = [&] {
+    m.scaling_expected = expected_scaling(t);
+    const bool check = m.scaling_expected > 1;
+    m.scaling = check ? std::numeric_limits<double>::infinity() : 1.0;
+    m.scaling_of = kScalingOf[0];
+    auto scaled = [&](double all, double one, const char* what) {
+      if (check && one > 0 && all / one < m.scaling) m.scaling = all / one, m.scaling_of = what;
+    };
     const Passes peak = fma_peak(t);
     m.peak_flops = peak.best;
     m.peak_spread_pct = peak.spread_pct;
     m.cpu_share_pct = peak.cpu_share_pct;
-    m.fma_scaling_expected = expected_scaling(t);
-    m.fma_scaling = m.fma_scaling_expected > 1 ? peak.best / fma_peak(1).best : 1;
+    if (check) scaled(peak.best, fma_peak(1).best, kScalingOf[0]);
+    m.bf16_ops = dot_peak(probe::Dot::bf16, t);
+    if (check && m.bf16_ops > 0) scaled(m.bf16_ops, dot_peak(probe::Dot::bf16, 1), kScalingOf[1]);
+    m.u8s8_ops = dot_peak(probe::Dot::u8s8, t);
+    if (check && m.u8s8_ops > 0) scaled(m.u8s8_ops, dot_peak(probe::Dot::u8s8, 1), kScalingOf[2]);
   };
   measure();
   for (int again = 0; again < 2 && !probe_noise(m).empty(); ++again) measure();
   const Passes bw = triad(t);
   m.triad_bytes = bw.best;
   m.triad_spread_pct = bw.spread_pct;
-  m.bf16_ops = dot_peak(probe::Dot::bf16, t);
-  m.u8s8_ops = dot_peak(probe::Dot::u8s8, t);
   const std::string noise = probe_noise(m);
   if (m.cache_file.empty())
     m.source = "measured, not cached: the cache is off";
@@ -485,11 +502,11 @@ std::string probe_noise(const MachineInfo& m) {
     return "its FMA passes spread by more than 10% (a busy machine?)";
   } else if (m.triad_spread_pct > 2 * kNoisy) {
     return "its triad passes spread by more than 20% (a busy machine?)";
-  } else if (m.fma_scaling < 0.85 * m.fma_scaling_expected) {
+  } else if (m.scaling < 0.85 * m.scaling_expected) {
     std::snprintf(why, sizeof why,
-                  "its %d threads reached %.2f times one thread's FMA rate, not about %d: their "
-                  "cores share FMA units (SMT siblings, or a hypervisor's placement)",
-                  m.threads, m.fma_scaling, m.fma_scaling_expected);
+                  "its %d threads reached %.2f times one thread's %s rate, not about %d: their "
+                  "cores shared their vector units (SMT siblings, or a hypervisor's placement)",
+                  m.threads, m.scaling, m.scaling_of.c_str(), m.scaling_expected);
   } else {
     return "";
   }

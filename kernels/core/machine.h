@@ -24,13 +24,15 @@ struct MachineInfo {
   // percent: below 90 other processes (or the hypervisor) took the cores from the probe, and its
   // figures are a share of the machine.
   double cpu_share_pct = 100;
-  // The FMA peak over one thread's FMA rate, measured right after it, and what it should be: one
+  // The least of the FMA peak and the dot-product peaks (bf16, u8s8) over one thread's rate of
+  // the same loop, each measured right after it (scaling_of: which), and what it should be: one
   // per physical core the threads may run on (min of threads, cores and the affinity's CPUs).
-  // Below 85% of that, the cores share their FMA units (two virtual CPUs on one core's SMT
-  // siblings, a hypervisor's placement), which no CPU-time count shows, and the figure is not
-  // cached. 1 of 1 for one thread.
-  double fma_scaling = 1;
-  int fma_scaling_expected = 1;
+  // Below 85% of that, the cores shared their vector units while that loop ran (two virtual CPUs
+  // on one core's SMT siblings, a hypervisor's placement), which no CPU-time count shows, and
+  // the probe is not cached. 1 of 1 for one thread.
+  double scaling = 1;
+  std::string scaling_of = "fp32 FMA";
+  int scaling_expected = 1;
   // "measured" (this process), "cached" (read from probe_cache_file(), measured earlier by
   // this build on this machine and thread count), or "measured, not cached: <why>".
   std::string source;
@@ -45,8 +47,8 @@ struct MachineInfo {
 // at most, and is not cached.
 const MachineInfo& machine_info();
 // Why a measured probe is not cached ("" when it is): its best pass's least per-thread CPU share
-// below 90%, its FMA (triad) passes spread by more than 10% (20%), or its FMA peak under 85% of
-// fma_scaling_expected times one thread's rate.
+// below 90%, its FMA (triad) passes spread by more than 10% (20%), or one of its peaks (FMA,
+// dot products) under 85% of scaling_expected times one thread's rate.
 std::string probe_noise(const MachineInfo& m);
 // The data type's measured peak rate over the fp32 FMA peak (peak_pct divides by peak_flops
 // times this): the probe's dot-product rate of bf16 or u8s8, 1 for f32, f16 and where the CPU
