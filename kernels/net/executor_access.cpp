@@ -117,6 +117,7 @@ size_t Executor::planned_bytes() const {
       b += t->bytes();
   for (const auto& s : p_->st)
     for (const Tensor& t : s.parts) b += t.bytes();
+  for (const auto& t : p_->typed_acts) b += t->size();  // the typed hand-off's copies
   return b;
 }
 
