@@ -6,6 +6,8 @@
 // output type.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -51,6 +53,12 @@ inline float from_bf16(uint16_t h) {
   float v;
   std::memcpy(&v, &u, 4);
   return v;
+}
+// A real value as a u8 source: round(v * inv) + zero (to nearest even, the default rounding),
+// saturated to [0, 255]. Min/max and an int32 step, so that loops over arrays vectorise.
+inline uint8_t quantise_u8(float v, float inv, float zero) {
+  const float q = std::min(std::max(std::nearbyint(v * inv) + zero, 0.0f), 255.0f);
+  return static_cast<uint8_t>(static_cast<int32_t>(q));
 }
 uint16_t to_f16(float v);
 float from_f16(uint16_t h);

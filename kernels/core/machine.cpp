@@ -423,8 +423,8 @@ std::string cpu_model() {
 }
 
 namespace {
-// How many times one thread's FMA rate t threads reach on an idle machine: one per physical core
-// they may run on.
+// How many times one thread's rate (FMA or dot products) t threads reach on an idle machine: one
+// per physical core they may run on.
 int expected_scaling(int t) {
   int allowed = t;
   cpu_set_t set;
@@ -461,7 +461,7 @@ const MachineInfo& machine_info() {
     m.scaling = check ? std::numeric_limits<double>::infinity() : 1.0;
     m.scaling_of = kScalingOf[0];
     auto scaled = [&](double all, double one, const char* what) {
-      if (check && one > 0 && all / one < m.scaling) m.scaling = all / one, m.scaling_of = what;
+      if (one > 0 && all / one < m.scaling) m.scaling = all / one, m.scaling_of = what;
     };
     const Passes peak = fma_peak(t);
     m.peak_flops = peak.best;

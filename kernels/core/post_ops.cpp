@@ -20,7 +20,7 @@ void column(const float* x, float* y, const float* __restrict r, void* __restric
     if constexpr (kRelu) v = v > 0.0f ? v : 0.0f;
     y[i] = v;
     if constexpr (kQ == Q::bf16) qb[i] = to_bf16(v);
-    if constexpr (kQ == Q::u8) qu[i] = PostOps::to_u8(v, q_inv, q_zero);
+    if constexpr (kQ == Q::u8) qu[i] = quantise_u8(v, q_inv, q_zero);
   }
 }
 
@@ -44,11 +44,10 @@ void block(const PostOps& p, int64_t m, int64_t n, const float* x, int64_t ldx, 
     }
     return;
   }
-  const int64_t qsize = kQ == Q::bf16 ? 2 : 1;
   for (int64_t j = 0; j < n; ++j)
     column<kRelu, kSum, kQ>(
         x + j * ldx, y + j * ldy, kSum ? p.res + j * p.ldr : nullptr,
-        kQ != Q::none ? static_cast<uint8_t*>(p.q) + j * p.ldr * qsize : nullptr, m,
+        kQ != Q::none ? static_cast<uint8_t*>(p.q) + j * p.ldr * PostOps::q_bytes(kQ) : nullptr, m,
         or_one(p.scale, j), or_zero(p.shift, j), or_one(p.res_scale, j), or_zero(p.res_shift, j),
         p.q_inv, p.q_zero);
 }

@@ -3,8 +3,6 @@
 // ReLU, kernels/net/fuse_native.cpp; oneDNN's post-ops do the same inside its primitives).
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 #include "kernels/core/dtype.h"
@@ -17,7 +15,7 @@ namespace pb {
 // or res_shift 0; no residual when res is null. With a typed copy (q_kind not none), each result
 // is also stored in that type at y's position in q (a network's activation handed to the typed
 // layers that read it, kernels/net/lowp.cpp): bf16 rounded to nearest even, or u8
-// round(y * q_inv) + q_zero saturated to [0, 255], as quantise_storage does. Every
+// round(y * q_inv) + q_zero saturated to [0, 255] (quantise_u8), as quantise_storage does. Every
 // implementation that takes post-ops applies them through apply_post_ops or
 // direct::scatter_tile_post, which write the copy.
 struct PostOps {
@@ -40,18 +38,16 @@ struct PostOps {
     p.scale = move(scale), p.shift = move(shift);
     p.res_scale = move(res_scale), p.res_shift = move(res_shift);
     p.res = res ? res + offset : nullptr;
-    if (q) p.q = static_cast<uint8_t*>(q) + offset * (q_kind == Q::bf16 ? 2 : 1);
+    if (q) p.q = static_cast<uint8_t*>(q) + offset * q_bytes(q_kind);
     p.ldr = ld;
     return p;
   }
+  // Bytes per element of a typed copy of this kind.
+  static int64_t q_bytes(Q kind) { return kind == Q::bf16 ? 2 : 1; }
   // Stores v as the typed copy's element k (the offset from q).
   void store_q(int64_t k, float v) const {
     if (q_kind == Q::bf16) static_cast<uint16_t*>(q)[k] = to_bf16(v);
-    if (q_kind == Q::u8) static_cast<uint8_t*>(q)[k] = to_u8(v, q_inv, q_zero);
-  }
-  static uint8_t to_u8(float v, float inv, float zero) {
-    const float r = std::min(std::max(std::nearbyint(v * inv) + zero, 0.0f), 255.0f);
-    return static_cast<uint8_t>(static_cast<int32_t>(r));
+    if (q_kind == Q::u8) static_cast<uint8_t*>(q)[k] = quantise_u8(v, q_inv, q_zero);
   }
 };
 

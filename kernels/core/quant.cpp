@@ -110,14 +110,12 @@ void quantise_storage(const Tensor& t, DataType::In in, bool is_source, float sc
   out->resize(n);
   uint8_t* o = out->data();
   const float inv = 1.0f / scale, z = static_cast<float>(zero);
-  // Clamped with min/max and converted through int32, so that the loop vectorises (written with
-  // the ternaries it stayed scalar): 12.8M values (a ResNet-50 res2 activation at batch 16), 2
-  // threads, Zen 5, 1.80-2.49 -> 1.63-2.19 ms, alternating; it is memory-bound either way.
+  // quantise_u8 clamps with min/max and converts through int32, so that the loop vectorises
+  // (written with the ternaries it stayed scalar): 12.8M values (a ResNet-50 res2 activation at
+  // batch 16), 2 threads, Zen 5, 1.80-2.49 -> 1.63-2.19 ms, alternating; it is memory-bound either
+  // way.
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const float q = std::min(std::max(std::nearbyint(s[i] * inv) + z, 0.0f), 255.0f);
-    o[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
-  }
+  for (int64_t i = 0; i < n; ++i) o[i] = quantise_u8(s[i], inv, z);
 }
 
 void quantise_weights(const Tensor& w, int64_t channels, bool channel_major, Tensor* wq,

@@ -142,11 +142,14 @@ std::string Executor::Impl::hand_off_typed() {
   if (opt.dt.is_f32() || opt.train) return "";
   // The tensors the post-ops passes write, and the passes. No later call writes such a tensor:
   // the executor's in-place steps on a layer's output (a bias) are the ones a pass replaces.
-  std::unordered_map<const Tensor*, PostOps*> writer;
-  std::unordered_map<const Tensor*, size_t> written_at;
+  struct Writer {
+    PostOps* ops;
+    size_t call;
+  };
+  std::unordered_map<const Tensor*, Writer> writer;
   for (size_t i = 0; i < calls.size(); ++i) {
     const Tensor* out = nullptr;
-    if (PostOps* p = calls[i]->fused_post_ops(&out)) writer[out] = p, written_at[out] = i;
+    if (PostOps* p = calls[i]->fused_post_ops(&out)) writer[out] = {p, i};
   }
   int fused = 0;
   std::unordered_map<const Tensor*, std::vector<uint8_t>*> buffer;
@@ -156,11 +159,11 @@ std::string Executor::Impl::hand_off_typed() {
     for (size_t k = 0; k < q->acts.size();) {
       const Tensor* t = q->act_tensors[k];
       auto w = writer.find(t);
-      if (w == writer.end() || written_at[t] > i) {
+      if (w == writer.end() || w->second.call > i) {
         ++k;
         continue;
       }
-      PostOps& ops = *w->second;
+      PostOps& ops = *w->second.ops;
       const bool same = ops.q_kind == q->kind && ops.q_inv == q->inv && ops.q_zero == q->zero;
       if (ops.q && !same) {  // another reader's quantisation: this one keeps its step
         ++k;
@@ -168,7 +171,7 @@ std::string Executor::Impl::hand_off_typed() {
       }
       std::vector<uint8_t>*& buf = buffer[t];
       if (!buf) {
-        const size_t elem = q->kind == PostOps::Q::bf16 ? 2 : 1;
+        const int64_t elem = PostOps::q_bytes(q->kind);
         typed_acts.push_back(std::make_unique<std::vector<uint8_t>>(t->size() * elem));
         buf = typed_acts.back().get();
       }
@@ -193,7 +196,7 @@ std::string Executor::Impl::hand_off_typed() {
   for (auto& c : calls) infos.push_back(c->info);
   if (fused == 0) return "";
   int shared = 0;
-  for (const auto& b : buffer) shared += writer[b.first]->q != nullptr;
+  for (const auto& b : buffer) shared += writer[b.first].ops->q != nullptr;
   return std::to_string(fused) + " quantise steps fused into the post-ops before them (" +
          std::to_string(shared) + " typed activations)";
 }

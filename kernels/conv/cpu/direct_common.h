@@ -181,7 +181,7 @@ inline void scatter_tile_vec(const float* buf, int w16, int64_t noc, int j, cons
         const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
         _mm512_mask_cvtepi32_storeu_epi16(static_cast<uint16_t*>(p->q) + at, k,
                                           _mm512_mask_blend_epi32(nan, rounded, quiet));
-      } else {  // to_u8: round(v * inv) + zero (to nearest even), saturated to [0, 255]
+      } else {  // quantise_u8: round(v * inv) + zero (to nearest even), saturated
         __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(p->q_inv)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         q = _mm512_add_ps(q, _mm512_set1_ps(p->q_zero));

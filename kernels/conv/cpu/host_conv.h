@@ -137,8 +137,7 @@ class HostConv : public DirConv {
  private:
   // A source buffer read_typed_input can take: the size of the source in the type.
   bool typed_src_ok(const std::vector<uint8_t>* buf) const {
-    const int64_t elem = d_.dt.in == DataType::u8s8 ? 1 : 2;
-    return buf && src_ && static_cast<int64_t>(buf->size()) == src_->size() * elem;
+    return buf && src_ && static_cast<double>(buf->size()) == src_->size() * d_.dt.in_bytes();
   }
   void typed_plan(const std::vector<const Tensor*>& in) {
     typed_src_ = nullptr;
